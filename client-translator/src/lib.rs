@@ -1,0 +1,1 @@
+//! client-translator: CMCache: answers lookup, getattr and read from the cache bank (under construction).

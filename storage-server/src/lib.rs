@@ -1,0 +1,10 @@
+//! storage-server (under construction: the owner of this crate replaces this file).
+
+/// Command-line arguments of this subcommand.
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+/// Entry point used by the `imca` binary; builds its own runtime.
+pub fn main(_args: Args) -> anyhow::Result<()> {
+    anyhow::bail!("storage-server is not built yet")
+}

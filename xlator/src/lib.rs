@@ -1,0 +1,29 @@
+//! # xlator — the translator pipeline's common language
+//!
+//! Every file operation in IMCa travels down a chain of *translators*, exactly
+//! as in GlusterFS. This crate holds what every link of that chain agrees on:
+//! the operation and reply types ([`types`]), the errno-carrying error
+//! ([`FsError`]) and the [`Translator`] trait with one async method per file
+//! operation, each defaulting to "pass to the next translator".
+//!
+//! ```text
+//!  gateway (imca mount)                          storage server (imca storage)
+//!  FUSE -> io-stats -> CMCache -> stripe -> protocol-client ==wire==> protocol-server
+//!                                                                   -> SMCache -> posix
+//! ```
+//!
+//! Files are named two ways at once: by a [`Loc`] path relative to the export
+//! root (what namespace operations need) and by a 128-bit [`FileId`] assigned
+//! at create and identical on every storage server (what data operations and
+//! cache keys need — a path breaks on rename, a file id does not).
+//!
+//! Nothing here does I/O; the crate is the contract between the others.
+
+mod error;
+mod translator;
+pub mod types;
+pub mod volume;
+
+pub use error::{FsError, FsResult};
+pub use translator::{Next, Removed, Renamed, Translator};
+pub use types::*;

@@ -1,0 +1,203 @@
+//! Operation arguments and replies. Plain data, `Clone`, no I/O.
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A file's identity: 128 bits chosen by the gateway at create time and kept
+/// with the file on every storage server (xattr `user.imca.fid`). Cache keys
+/// are built from it, never from paths.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
+pub struct FileId(pub u128);
+
+impl FileId {
+    /// The export root has a fixed id on every server.
+    pub const ROOT: FileId = FileId(1);
+
+    /// A fresh random id (never ROOT, never zero).
+    pub fn from_random(r: u128) -> FileId {
+        FileId(r | (1u128 << 127))
+    }
+
+    /// The FUSE inode number for this file: its low 64 bits (ROOT maps to 1).
+    pub fn ino(self) -> u64 {
+        if self == FileId::ROOT {
+            1
+        } else {
+            // Avoid colliding with the root inode; the top bit is always set.
+            (self.0 as u64) | (1 << 63)
+        }
+    }
+
+    pub fn to_hex(self) -> String {
+        format!("{:032x}", self.0)
+    }
+
+    pub fn from_hex(s: &str) -> Option<FileId> {
+        if s.len() != 32 {
+            return None;
+        }
+        u128::from_str_radix(s, 16).ok().map(FileId)
+    }
+}
+
+impl fmt::Debug for FileId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "fid:{}", self.to_hex())
+    }
+}
+
+impl fmt::Display for FileId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+/// Where an operation applies: the path relative to the export root (`""` is
+/// the root, components separated by `/`, never `..`) plus the file id when the
+/// caller knows it. Data operations (read, write, fsync, setattr on an open
+/// file) should resolve by `fid`, which survives renames by other gateways;
+/// namespace operations resolve by `path`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+pub struct Loc {
+    pub path: String,
+    pub fid: Option<FileId>,
+}
+
+impl Loc {
+    pub fn root() -> Loc {
+        Loc { path: String::new(), fid: Some(FileId::ROOT) }
+    }
+
+    pub fn new(path: impl Into<String>, fid: Option<FileId>) -> Loc {
+        Loc { path: path.into(), fid }
+    }
+
+    /// The location of `name` inside this directory (fid unknown).
+    pub fn child(&self, name: &str) -> Loc {
+        let path = if self.path.is_empty() { name.to_string() } else { format!("{}/{}", self.path, name) };
+        Loc { path, fid: None }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+pub enum FileKind {
+    File,
+    Dir,
+    Symlink,
+    /// fifo, socket, device: stored but never cached as data
+    Other,
+}
+
+/// Seconds and nanoseconds since the Unix epoch.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default, Serialize, Deserialize)]
+pub struct Timestamp {
+    pub secs: i64,
+    pub nsecs: u32,
+}
+
+/// A file's attributes as one storage server (or, after the stripe translator
+/// merges them, the whole volume) sees it.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Attr {
+    pub fid: FileId,
+    pub kind: FileKind,
+    pub size: u64,
+    /// 512-byte blocks allocated
+    pub blocks: u64,
+    /// permission bits incl. suid/sgid/sticky (no file-type bits)
+    pub perm: u32,
+    pub nlink: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub rdev: u32,
+    pub atime: Timestamp,
+    pub mtime: Timestamp,
+    pub ctime: Timestamp,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum TimeSet {
+    Now,
+    At(Timestamp),
+}
+
+/// What a setattr changes; `None` leaves a field alone.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct SetAttr {
+    pub perm: Option<u32>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    /// truncate (or extend) to this size
+    pub size: Option<u64>,
+    pub atime: Option<TimeSet>,
+    pub mtime: Option<TimeSet>,
+}
+
+/// Who asks: the new file's owner on create, mkdir, symlink, mknod.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct Owner {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// Arguments of create/mkdir/symlink: the name, the id chosen by the gateway,
+/// permission bits (umask already applied) and owner.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct NewFile {
+    pub name: String,
+    pub fid: FileId,
+    pub perm: u32,
+    pub owner: Owner,
+    /// create only: fail with EEXIST if the name exists (O_EXCL)
+    pub exclusive: bool,
+}
+
+/// One directory entry. `next` is the cookie to continue listing after it.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct DirEntry {
+    pub name: String,
+    pub kind: FileKind,
+    pub fid: FileId,
+    pub next: u64,
+    /// filled by readdirplus
+    pub attr: Option<Attr>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct StatFs {
+    pub blocks: u64,
+    pub bfree: u64,
+    pub bavail: u64,
+    pub files: u64,
+    pub ffree: u64,
+    pub bsize: u32,
+    pub namelen: u32,
+    pub frsize: u32,
+}
+
+/// rename(2) flags that the pipeline honours.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct RenameFlags {
+    pub noreplace: bool,
+    pub exchange: bool,
+}
+
+/// setxattr(2) flags.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct XattrFlags {
+    pub create: bool,
+    pub replace: bool,
+}
+
+/// Result of a write: bytes written and, when the layer below knows it, the
+/// attributes after the write (lets SMCache refresh stat without another call).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct WriteReply {
+    pub written: u32,
+    pub attr: Option<Attr>,
+}
+
+/// Read payloads travel as `Bytes` so a block can go from socket buffer to
+/// FUSE reply without copies.
+pub type Data = Bytes;
