@@ -1,0 +1,1 @@
+//! admin: the gateway admin API (under construction by the ops helper).
