@@ -19,6 +19,8 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 
+pub mod tcp;
+
 /// One request or reply.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Message {

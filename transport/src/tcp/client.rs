@@ -1,0 +1,217 @@
+//! The client end: one multiplexed connection, reconnected on demand.
+
+use super::frame::{self, hello, parse_hello};
+use super::{DEFAULT_MAX_FRAME, PROTOCOL_VERSION};
+use crate::{Message, RpcClient, TransportError};
+use async_trait::async_trait;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+#[derive(Clone, Debug)]
+pub struct TcpClientOptions {
+    /// A call (incl. connecting, when needed) that takes longer fails with
+    /// `TransportError::Timeout`.
+    pub call_timeout: Duration,
+    /// Bound on connect + handshake alone.
+    pub connect_timeout: Duration,
+    /// Largest reply frame accepted; a bigger one drops the connection.
+    pub max_frame: usize,
+    /// Calls queued for the writer before `call` waits (back-pressure).
+    pub queue_depth: usize,
+}
+
+impl Default for TcpClientOptions {
+    fn default() -> Self {
+        TcpClientOptions {
+            call_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(5),
+            max_frame: DEFAULT_MAX_FRAME,
+            queue_depth: 1024,
+        }
+    }
+}
+
+type Waiter = oneshot::Sender<Result<Message, TransportError>>;
+
+/// Calls waiting for their replies; `None` once the connection died, so a
+/// call that registers late fails at once instead of waiting for its timeout.
+struct Pending(Mutex<Option<HashMap<u64, Waiter>>>);
+
+impl Pending {
+    fn insert(&self, id: u64, w: Waiter) -> bool {
+        match self.0.lock().unwrap().as_mut() {
+            Some(map) => {
+                map.insert(id, w);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn take(&self, id: u64) -> Option<Waiter> {
+        self.0.lock().unwrap().as_mut().and_then(|m| m.remove(&id))
+    }
+
+    /// Mark the connection dead and fail every waiting call.
+    fn fail_all(&self, why: &str) {
+        let waiters = self.0.lock().unwrap().take();
+        for (_, w) in waiters.into_iter().flatten() {
+            let _ = w.send(Err(TransportError::Disconnected(why.to_string())));
+        }
+    }
+}
+
+struct Conn {
+    tx: mpsc::Sender<(u64, Message)>,
+    pending: Arc<Pending>,
+    dead: Arc<AtomicBool>,
+    reader: JoinHandle<()>,
+    writer: JoinHandle<()>,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.reader.abort();
+        self.writer.abort();
+        self.pending.fail_all("client dropped");
+    }
+}
+
+/// A TCP [`RpcClient`]. Cheap to share (`Arc`); all calls share one
+/// connection, which is (re)opened by the first call that needs it.
+pub struct TcpClient {
+    addr: String,
+    opts: TcpClientOptions,
+    conn: tokio::sync::Mutex<Option<Arc<Conn>>>,
+    next_id: AtomicU64,
+}
+
+impl TcpClient {
+    /// A client that connects on its first call.
+    pub fn new(addr: impl Into<String>, opts: TcpClientOptions) -> TcpClient {
+        TcpClient { addr: addr.into(), opts, conn: tokio::sync::Mutex::new(None), next_id: AtomicU64::new(1) }
+    }
+
+    /// A client whose connection (and handshake) is established now.
+    pub async fn connect(addr: impl Into<String>, opts: TcpClientOptions) -> Result<TcpClient, TransportError> {
+        let c = TcpClient::new(addr, opts);
+        c.connection().await?;
+        Ok(c)
+    }
+
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// The live connection, opening a new one if there is none or it died.
+    async fn connection(&self) -> Result<Arc<Conn>, TransportError> {
+        let mut slot = self.conn.lock().await;
+        if let Some(c) = slot.as_ref() {
+            if !c.dead.load(Ordering::Acquire) {
+                return Ok(c.clone());
+            }
+            tracing::info!(peer = %self.addr, "storage RPC connection lost; reconnecting");
+        }
+        *slot = None;
+        let c = Arc::new(self.open().await?);
+        *slot = Some(c.clone());
+        Ok(c)
+    }
+
+    async fn open(&self) -> Result<Conn, TransportError> {
+        let t = self.opts.connect_timeout;
+        let stream = tokio::time::timeout(t, handshake(&self.addr))
+            .await
+            .map_err(|_| TransportError::Connect(format!("{}: connect/handshake timed out after {t:?}", self.addr)))??;
+        let (rd, wr) = stream.into_split();
+        let (tx, rx) = mpsc::channel(self.opts.queue_depth);
+        let pending = Arc::new(Pending(Mutex::new(Some(HashMap::new()))));
+        let dead = Arc::new(AtomicBool::new(false));
+
+        let (p, d, peer, max) = (pending.clone(), dead.clone(), self.addr.clone(), self.opts.max_frame);
+        let reader = tokio::spawn(async move {
+            let why = frame::read_frames(rd, max, |id, msg| {
+                if let Some(w) = p.take(id) {
+                    let _ = w.send(Ok(msg));
+                }
+                // A reply for a call that already timed out is dropped.
+                true
+            })
+            .await;
+            d.store(true, Ordering::Release);
+            tracing::warn!(%peer, "storage RPC connection ended: {why}");
+            p.fail_all(&why);
+        });
+        let (p, d, peer) = (pending.clone(), dead.clone(), self.addr.clone());
+        let writer = tokio::spawn(async move {
+            if let Err(e) = frame::write_frames(wr, rx).await {
+                d.store(true, Ordering::Release);
+                tracing::warn!(%peer, "storage RPC write failed: {e}");
+                p.fail_all(&format!("write failed: {e}"));
+            }
+        });
+        Ok(Conn { tx, pending, dead, reader, writer })
+    }
+
+    async fn call_inner(&self, req: Message) -> Result<Message, TransportError> {
+        let conn = self.connection().await?;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        if !conn.pending.insert(id, tx) {
+            return Err(TransportError::Disconnected(format!("{}: connection closed", self.addr)));
+        }
+        // Forget the call if we are cancelled (timeout), so the map stays small.
+        let _guard = Forget(&conn.pending, id);
+        if conn.tx.send((id, req)).await.is_err() {
+            return Err(TransportError::Disconnected(format!("{}: connection closed", self.addr)));
+        }
+        rx.await
+            .unwrap_or_else(|_| Err(TransportError::Disconnected(format!("{}: connection closed", self.addr))))
+    }
+}
+
+struct Forget<'a>(&'a Pending, u64);
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        self.0.take(self.1);
+    }
+}
+
+async fn handshake(addr: &str) -> Result<TcpStream, TransportError> {
+    let mut s = TcpStream::connect(addr).await.map_err(|e| TransportError::Connect(format!("{addr}: {e}")))?;
+    s.set_nodelay(true)?;
+    s.write_all(&hello(0)).await?;
+    let mut h = [0u8; 8];
+    s.read_exact(&mut h)
+        .await
+        .map_err(|e| TransportError::Connect(format!("{addr}: handshake: {e}")))?;
+    let (version, status) = parse_hello(&h).map_err(|e| TransportError::Protocol(format!("{addr}: {e}")))?;
+    if status != 0 || version != PROTOCOL_VERSION {
+        return Err(TransportError::Protocol(format!(
+            "{addr}: protocol version mismatch: we speak {PROTOCOL_VERSION}, the server speaks {version}"
+        )));
+    }
+    Ok(s)
+}
+
+#[async_trait]
+impl RpcClient for TcpClient {
+    async fn call(&self, req: Message, _reply_bulk_max: usize) -> Result<Message, TransportError> {
+        let t = self.opts.call_timeout;
+        match tokio::time::timeout(t, self.call_inner(req)).await {
+            Ok(r) => r,
+            Err(_) => Err(TransportError::Timeout(t)),
+        }
+    }
+
+    fn describe(&self) -> String {
+        format!("tcp://{}", self.addr)
+    }
+}

@@ -1,0 +1,242 @@
+//! Real sockets on 127.0.0.1:0, real server, real client.
+
+use super::frame::{decode, encode_frame, hello, Decoded};
+use super::*;
+use crate::{Message, RpcClient, RpcService, TransportError};
+use async_trait::async_trait;
+use bytes::{Bytes, BytesMut};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+
+/// Echoes the request, reversing head; a head of "sleep" waits 300 ms first.
+struct Echo;
+
+#[async_trait]
+impl RpcService for Echo {
+    async fn handle(&self, req: Message) -> Message {
+        if &req.head[..] == b"sleep" {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        let mut h = req.head.to_vec();
+        h.reverse();
+        Message::new(Bytes::from(h), req.bulk)
+    }
+}
+
+struct Server {
+    addr: String,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Server {
+    async fn start_on(addr: &str) -> Server {
+        let l = TcpListener::bind(addr).await.unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        let (stop, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            serve(l, Arc::new(Echo), ServerOptions::default(), async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
+        });
+        Server { addr, stop: Some(stop), task }
+    }
+
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        self.task.await.unwrap();
+    }
+}
+
+fn opts(timeout_ms: u64) -> TcpClientOptions {
+    TcpClientOptions { call_timeout: Duration::from_millis(timeout_ms), ..Default::default() }
+}
+
+fn msg(h: &str, bulk: Vec<u8>) -> Message {
+    Message::new(Bytes::copy_from_slice(h.as_bytes()), Bytes::from(bulk))
+}
+
+#[test]
+fn frame_round_trip_and_incomplete() {
+    let m = msg("head", vec![7u8; 1000]);
+    let f = encode_frame(42, &m);
+    for cut in [0, 3, 4, 15, 16, f.len() - 1] {
+        let mut b = BytesMut::from(&f[..cut]);
+        assert!(matches!(decode(&mut b, 1 << 20), Decoded::Incomplete(_)), "cut {cut}");
+    }
+    let mut b = BytesMut::from(&f[..]);
+    b.extend_from_slice(&f);
+    assert_eq!(decode(&mut b, 1 << 20), Decoded::Complete(42, m.clone()));
+    assert_eq!(decode(&mut b, 1 << 20), Decoded::Complete(42, m));
+    assert!(b.is_empty());
+}
+
+#[test]
+fn frame_rejects_absurd_lengths() {
+    let mut b = BytesMut::from(&[0xff, 0xff, 0xff, 0xff, 0, 0][..]);
+    assert!(matches!(decode(&mut b, 1 << 20), Decoded::Invalid(_)));
+    let mut b = BytesMut::from(&[3, 0, 0, 0, 0, 0, 0][..]);
+    assert!(matches!(decode(&mut b, 1 << 20), Decoded::Invalid(_)));
+    // head_len larger than the frame body
+    let mut f = encode_frame(1, &msg("ab", vec![])).to_vec();
+    f[12] = 200;
+    let mut b = BytesMut::from(&f[..]);
+    assert!(matches!(decode(&mut b, 1 << 20), Decoded::Invalid(_)));
+}
+
+#[tokio::test]
+async fn many_calls_in_flight_on_one_connection() {
+    let s = Server::start_on("127.0.0.1:0").await;
+    let c = Arc::new(TcpClient::connect(&s.addr, opts(10_000)).await.unwrap());
+    // A slow call must not hold up quick ones behind it.
+    let slow = {
+        let c = c.clone();
+        tokio::spawn(async move { c.call(msg("sleep", vec![]), 0).await })
+    };
+    let mut calls = Vec::new();
+    for i in 0..200u32 {
+        let c = c.clone();
+        calls.push(tokio::spawn(async move {
+            let bulk = vec![i as u8; (i as usize) * 517];
+            let r = c.call(msg(&format!("h{i}"), bulk.clone()), 1 << 20).await.unwrap();
+            assert_eq!(&r.head[..], format!("h{i}").chars().rev().collect::<String>().as_bytes());
+            assert_eq!(&r.bulk[..], &bulk[..]);
+        }));
+    }
+    let t = Instant::now();
+    for c in calls {
+        c.await.unwrap();
+    }
+    assert!(!slow.is_finished() || t.elapsed() < Duration::from_millis(300));
+    assert_eq!(&slow.await.unwrap().unwrap().head[..], b"peels");
+    // A 16 MiB bulk both ways.
+    let big: Vec<u8> = (0..16 << 20).map(|i: u32| (i % 251) as u8).collect();
+    let r = c.call(msg("big", big.clone()), 16 << 20).await.unwrap();
+    assert!(r.bulk == big);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn garbage_drops_only_that_connection() {
+    let s = Server::start_on("127.0.0.1:0").await;
+    let good = TcpClient::connect(&s.addr, opts(10_000)).await.unwrap();
+
+    // Not even a hello.
+    let mut raw = TcpStream::connect(&s.addr).await.unwrap();
+    raw.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
+    let mut sink = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), raw.read_to_end(&mut sink)).await.unwrap();
+
+    // A good hello, then an absurd length: the server must close on us.
+    let mut raw = TcpStream::connect(&s.addr).await.unwrap();
+    raw.write_all(&hello(0)).await.unwrap();
+    let mut h = [0u8; 8];
+    raw.read_exact(&mut h).await.unwrap();
+    raw.write_all(&[0xff, 0xff, 0xff, 0x7f, 1, 2, 3, 4, 5, 6, 7, 8]).await.unwrap();
+    let n = tokio::time::timeout(Duration::from_secs(10), raw.read(&mut h)).await.unwrap();
+    assert!(matches!(n, Ok(0) | Err(_)), "server should have closed the connection");
+
+    // A truncated frame followed by EOF.
+    let mut raw = TcpStream::connect(&s.addr).await.unwrap();
+    raw.write_all(&hello(0)).await.unwrap();
+    raw.read_exact(&mut h).await.unwrap();
+    let f = encode_frame(9, &msg("x", vec![1; 100]));
+    raw.write_all(&f[..50]).await.unwrap();
+    raw.shutdown().await.unwrap();
+
+    // The well-behaved client is still served.
+    let r = good.call(msg("ok", vec![1, 2, 3]), 16).await.unwrap();
+    assert_eq!(&r.head[..], b"ko");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn version_mismatch_is_refused_clearly() {
+    let s = Server::start_on("127.0.0.1:0").await;
+    let mut raw = TcpStream::connect(&s.addr).await.unwrap();
+    let mut bad = hello(0);
+    bad[4] = 99;
+    raw.write_all(&bad).await.unwrap();
+    let mut h = [0u8; 8];
+    raw.read_exact(&mut h).await.unwrap();
+    assert_eq!(u16::from_le_bytes([h[6], h[7]]), 1, "status must say refused");
+
+    // And a client facing a server of another version gets a Protocol error.
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        let (mut s, _) = l.accept().await.unwrap();
+        let mut h = [0u8; 8];
+        s.read_exact(&mut h).await.unwrap();
+        let mut reply = hello(1);
+        reply[4] = 7;
+        s.write_all(&reply).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    });
+    match TcpClient::connect(&addr, opts(5000)).await {
+        Err(TransportError::Protocol(m)) => assert!(m.contains("version"), "{m}"),
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(_) => panic!("a mismatched server was accepted"),
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn silent_server_times_out() {
+    // Accepts and completes the hello, then never answers anything.
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        let mut keep = Vec::new();
+        loop {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut h = [0u8; 8];
+            s.read_exact(&mut h).await.unwrap();
+            s.write_all(&hello(0)).await.unwrap();
+            keep.push(s);
+        }
+    });
+    let c = TcpClient::connect(&addr, opts(300)).await.unwrap();
+    let t = Instant::now();
+    assert!(matches!(c.call(msg("x", vec![]), 0).await, Err(TransportError::Timeout(_))));
+    assert!(t.elapsed() < Duration::from_secs(5));
+
+    // One that accepts but never even says hello: the call still times out.
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        let mut keep = Vec::new();
+        loop {
+            keep.push(l.accept().await.unwrap());
+        }
+    });
+    let c = TcpClient::new(&addr, opts(300));
+    let t = Instant::now();
+    assert!(c.call(msg("x", vec![]), 0).await.is_err());
+    assert!(t.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn reconnects_after_server_restart() {
+    let s = Server::start_on("127.0.0.1:0").await;
+    let addr = s.addr.clone();
+    let c = TcpClient::connect(&addr, opts(5000)).await.unwrap();
+    assert!(c.call(msg("a", vec![]), 0).await.is_ok());
+    s.stop().await;
+
+    // Dead server: calls fail promptly, they do not wait for the timeout.
+    let t = Instant::now();
+    assert!(c.call(msg("a", vec![]), 0).await.is_err());
+    assert!(c.call(msg("a", vec![]), 0).await.is_err());
+    assert!(t.elapsed() < Duration::from_secs(4), "took {:?}", t.elapsed());
+
+    let s = Server::start_on(&addr).await;
+    let r = c.call(msg("back", vec![]), 0).await.unwrap();
+    assert_eq!(&r.head[..], b"kcab");
+    s.stop().await;
+}
