@@ -1,1 +1,54 @@
-//! wire: The storage RPC: versioned handshake, framing and the codec of file operations (under construction).
+//! # wire — the storage RPC's codec
+//!
+//! Every [`xlator::Translator`] operation and its reply, encoded into a
+//! [`transport::Message`]: a compact binary `head` plus a `bulk` that carries
+//! write data (requests) or read data (replies) untouched, so a payload is
+//! never copied by the codec. Framing, request ids and the versioned
+//! handshake belong to the transport (`transport::tcp`, later RDMA); this
+//! crate does no I/O.
+//!
+//! ```text
+//!  protocol-client ── Request::encode ──> Message ══transport══> Request::decode ── protocol-server
+//!                  <── decode_reply ────  Message <══transport══ encode_reply ──
+//! ```
+//!
+//! Head layout: request = `u8 opcode` + fields; reply = `u64 epoch` (the
+//! server's current volume-config epoch, so gateways notice a change on any
+//! reply) + `u8 tag` (0 = error followed by `i32 errno`) + fields. Integers
+//! are little-endian and fixed-width, strings and lists are `u32`-length
+//! prefixed, options are a `u8` presence flag. Any malformed head decodes to a
+//! [`WireError`], never a panic.
+//!
+//! The volume-config messages (`GetVolumeConfig`, `SetVolumeConfig`) travel on
+//! the same connection: the server accepts a new config only when its epoch is
+//! exactly the current one plus one (compare-and-set), and otherwise answers
+//! with the config it keeps.
+
+mod codec;
+mod reply;
+mod request;
+
+pub use reply::{decode_reply, encode_reply, Reply, ReplyMsg};
+pub use request::{Op, Request};
+
+/// Why a head could not be decoded.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum WireError {
+    #[error("message truncated")]
+    Truncated,
+    #[error("unknown {what} tag {tag}")]
+    BadTag { what: &'static str, tag: u8 },
+    #[error("string is not UTF-8")]
+    BadUtf8,
+    #[error("{0} unexpected trailing bytes")]
+    Trailing(usize),
+    #[error("length {0} exceeds the message")]
+    BadLength(u64),
+}
+
+/// Largest xattr value (Linux's XATTR_SIZE_MAX): the reply bulk a getxattr
+/// caller must accept.
+pub const XATTR_SIZE_MAX: usize = 64 * 1024;
+
+#[cfg(test)]
+mod tests;

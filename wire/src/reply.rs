@@ -1,0 +1,123 @@
+//! Replies. Every reply head starts with the server's volume epoch, then
+//! either an errno or one of the reply shapes below.
+
+use crate::codec::{Dec, Enc, R};
+use crate::WireError;
+use bytes::{BufMut, Bytes, BytesMut};
+use transport::Message;
+use xlator::volume::CacheConfig;
+use xlator::*;
+
+/// The successful outcome of a request.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    /// open, release, flush, fsync, setxattr, removexattr
+    Unit,
+    /// lookup, getattr, setattr, mknod, mkdir, create, symlink, link
+    Attr(Attr),
+    /// readlink
+    Target(String),
+    Removed(Removed),
+    Renamed(Renamed),
+    /// read, getxattr (travels as bulk)
+    Data(Bytes),
+    Written(WriteReply),
+    Entries(Vec<DirEntry>),
+    StatFs(StatFs),
+    /// listxattr
+    Names(Vec<String>),
+    /// get/set volume config: whether a set was accepted, and the config the
+    /// server keeps now (the new one if accepted, else the current one)
+    Config { accepted: bool, config: CacheConfig },
+}
+
+/// A decoded reply.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReplyMsg {
+    /// the server's volume-config epoch when it answered
+    pub epoch: u64,
+    pub result: Result<Reply, FsError>,
+}
+
+const ERR: u8 = 0;
+
+pub fn encode_reply(epoch: u64, result: &Result<Reply, FsError>) -> Message {
+    let mut w = BytesMut::with_capacity(64);
+    w.put_u64_le(epoch);
+    let mut bulk = Bytes::new();
+    match result {
+        Err(e) => {
+            w.put_u8(ERR);
+            e.0.enc(&mut w);
+        }
+        Ok(r) => match r {
+            Reply::Unit => w.put_u8(1),
+            Reply::Attr(a) => {
+                w.put_u8(2);
+                a.enc(&mut w)
+            }
+            Reply::Target(t) => {
+                w.put_u8(3);
+                t.enc(&mut w)
+            }
+            Reply::Removed(x) => {
+                w.put_u8(4);
+                x.enc(&mut w)
+            }
+            Reply::Renamed(x) => {
+                w.put_u8(5);
+                x.enc(&mut w)
+            }
+            Reply::Data(d) => {
+                w.put_u8(6);
+                bulk = d.clone();
+            }
+            Reply::Written(x) => {
+                w.put_u8(7);
+                x.written.enc(&mut w);
+                x.attr.enc(&mut w);
+            }
+            Reply::Entries(x) => {
+                w.reserve(x.len() * 64);
+                w.put_u8(8);
+                x.enc(&mut w)
+            }
+            Reply::StatFs(x) => {
+                w.put_u8(9);
+                x.enc(&mut w)
+            }
+            Reply::Names(x) => {
+                w.put_u8(10);
+                x.enc(&mut w)
+            }
+            Reply::Config { accepted, config } => {
+                w.put_u8(11);
+                accepted.enc(&mut w);
+                config.enc(&mut w)
+            }
+        },
+    }
+    Message::new(w.freeze(), bulk)
+}
+
+pub fn decode_reply(msg: &Message) -> Result<ReplyMsg, WireError> {
+    let mut r = R(&msg.head);
+    let epoch = u64::dec(&mut r)?;
+    let result = match u8::dec(&mut r)? {
+        ERR => Err(FsError(i32::dec(&mut r)?)),
+        1 => Ok(Reply::Unit),
+        2 => Ok(Reply::Attr(Dec::dec(&mut r)?)),
+        3 => Ok(Reply::Target(Dec::dec(&mut r)?)),
+        4 => Ok(Reply::Removed(Dec::dec(&mut r)?)),
+        5 => Ok(Reply::Renamed(Dec::dec(&mut r)?)),
+        6 => Ok(Reply::Data(msg.bulk.clone())),
+        7 => Ok(Reply::Written(WriteReply { written: Dec::dec(&mut r)?, attr: Dec::dec(&mut r)? })),
+        8 => Ok(Reply::Entries(Dec::dec(&mut r)?)),
+        9 => Ok(Reply::StatFs(Dec::dec(&mut r)?)),
+        10 => Ok(Reply::Names(Dec::dec(&mut r)?)),
+        11 => Ok(Reply::Config { accepted: Dec::dec(&mut r)?, config: Dec::dec(&mut r)? }),
+        t => return Err(WireError::BadTag { what: "reply", tag: t }),
+    };
+    r.finish()?;
+    Ok(ReplyMsg { epoch, result })
+}
