@@ -1,0 +1,214 @@
+//! Routes, authentication and the read-validate-apply path of every change.
+
+use crate::auth;
+use crate::backend::{AdminBackend, AdminError};
+use crate::config::{validate, validate_node_addr, ConfigUpdate};
+use axum::body::Bytes;
+use axum::extract::{Query, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use xlator::volume::CacheConfig;
+
+#[derive(Clone)]
+struct App {
+    backend: Arc<dyn AdminBackend>,
+    token: Option<Arc<str>>,
+    /// Serialises read-modify-write changes made through this gateway;
+    /// changes through other gateways are caught by the epoch compare-and-set.
+    changing: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl IntoResponse for AdminError {
+    fn into_response(self) -> Response {
+        let code = StatusCode::from_u16(self.status_code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut r = json(code, &self.to_json());
+        if code == StatusCode::UNAUTHORIZED {
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"imca\""));
+        }
+        r
+    }
+}
+
+fn json<T: Serialize>(code: StatusCode, body: &T) -> Response {
+    match serde_json::to_vec_pretty(body) {
+        Ok(mut v) => {
+            v.push(b'\n');
+            (code, [(header::CONTENT_TYPE, "application/json")], v).into_response()
+        }
+        Err(e) => AdminError::Internal(format!("cannot encode reply: {e}")).into_response(),
+    }
+}
+
+type Reply = Result<Response, AdminError>;
+
+/// The admin API's routes over `backend`. `token`: require `Authorization:
+/// Bearer <token>` on everything but `/healthz`.
+pub fn router(backend: Arc<dyn AdminBackend>, token: Option<String>) -> Router {
+    let app = App { backend, token: token.map(Arc::from), changing: Arc::default() };
+    let api = Router::new()
+        .route("/metrics", get(metrics))
+        .route("/api/v1/status", get(status))
+        .route("/api/v1/config", get(get_config).put(put_config))
+        .route("/api/v1/options", get(options))
+        .route("/api/v1/cache-nodes", get(list_nodes).post(add_node).delete(remove_node))
+        .route("/api/v1/cache/flush", post(flush))
+        .route("/api/v1/openapi.json", get(openapi))
+        .fallback(not_found)
+        .route_layer(middleware::from_fn_with_state(app.clone(), require_token));
+    Router::new().route("/healthz", get(healthz)).merge(api).with_state(app)
+}
+
+/// Serve the admin API on `listener` until `shutdown` resolves. Refuses to
+/// start on a non-loopback address without a token.
+pub async fn serve<F>(
+    listener: TcpListener,
+    backend: Arc<dyn AdminBackend>,
+    token: Option<String>,
+    shutdown: F,
+) -> std::io::Result<()>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    let addr = listener.local_addr()?;
+    auth::check_exposure(addr, token.as_deref()).map_err(std::io::Error::other)?;
+    tracing::info!(%addr, auth = token.is_some(), "admin API listening");
+    axum::serve(listener, router(backend, token)).with_graceful_shutdown(shutdown).await
+}
+
+async fn require_token(State(app): State<App>, req: Request, next: Next) -> Response {
+    if let Some(t) = &app.token {
+        let given = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        if !auth::bearer_matches(given, t) {
+            let why = if given.is_some() { "wrong bearer token" } else { "missing bearer token" };
+            return AdminError::Unauthorized(format!("{why}: send `Authorization: Bearer <token>`")).into_response();
+        }
+    }
+    next.run(req).await
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn not_found(req: Request) -> Response {
+    AdminError::NotFound(format!("no such endpoint: {} {} (see /api/v1/openapi.json)", req.method(), req.uri().path()))
+        .into_response()
+}
+
+async fn metrics() -> Reply {
+    let text = prometheus::TextEncoder::new()
+        .encode_to_string(&prometheus::gather())
+        .map_err(|e| AdminError::Internal(e.to_string()))?;
+    Ok(([(header::CONTENT_TYPE, prometheus::TEXT_FORMAT)], text).into_response())
+}
+
+async fn status(State(app): State<App>) -> Reply {
+    Ok(json(StatusCode::OK, &app.backend.status().await?))
+}
+
+async fn get_config(State(app): State<App>) -> Reply {
+    Ok(json(StatusCode::OK, &app.backend.config().await?))
+}
+
+async fn options() -> Response {
+    json(StatusCode::OK, &crate::options::table())
+}
+
+async fn openapi() -> Response {
+    json(StatusCode::OK, &crate::openapi::document())
+}
+
+async fn put_config(State(app): State<App>, body: Bytes) -> Reply {
+    let update = ConfigUpdate::from_json(&body)?;
+    let cfg = change(&app, |cur| update.merge(cur)).await?;
+    Ok(json(StatusCode::OK, &cfg))
+}
+
+async fn list_nodes(State(app): State<App>) -> Reply {
+    Ok(json(StatusCode::OK, &app.backend.cache_nodes().await?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodeRequest {
+    addr: String,
+}
+
+type QueryMap = Query<std::collections::HashMap<String, String>>;
+
+fn node_request(query: &QueryMap, body: &[u8]) -> Result<String, AdminError> {
+    if let Some(a) = query.get("addr") {
+        return Ok(a.clone());
+    }
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(AdminError::bad("addr", "expected a JSON body {\"addr\": \"host:port\"} (or ?addr=host:port)"));
+    }
+    serde_json::from_slice::<NodeRequest>(body)
+        .map(|r| r.addr)
+        .map_err(|e| AdminError::bad("addr", format!("invalid request: {e}")))
+}
+
+async fn add_node(State(app): State<App>, query: QueryMap, body: Bytes) -> Reply {
+    let addr = node_request(&query, &body)?;
+    validate_node_addr(&addr)?;
+    let cfg = change(&app, |cur| {
+        if cur.nodes.contains(&addr) {
+            return Err(AdminError::Conflict(format!("cache node {addr} is already in the pool")));
+        }
+        let mut next = cur.clone();
+        next.nodes.push(addr.clone());
+        Ok(next)
+    })
+    .await?;
+    Ok(json(StatusCode::CREATED, &cfg))
+}
+
+async fn remove_node(State(app): State<App>, query: QueryMap, body: Bytes) -> Reply {
+    let addr = node_request(&query, &body)?;
+    let cfg = change(&app, |cur| {
+        if !cur.nodes.contains(&addr) {
+            return Err(AdminError::NotFound(format!("cache node {addr} is not in the pool {:?}", cur.nodes)));
+        }
+        let mut next = cur.clone();
+        next.nodes.retain(|n| *n != addr);
+        Ok(next)
+    })
+    .await?;
+    Ok(json(StatusCode::OK, &cfg))
+}
+
+async fn flush(State(app): State<App>) -> Reply {
+    let report = app.backend.flush().await?;
+    tracing::info!(nodes = report.nodes.len(), "bank flushed through the admin API");
+    Ok(json(StatusCode::OK, &report))
+}
+
+/// Read the current config, compute the proposed one, validate all of it and
+/// probe new nodes, and only then hand it to the backend: a refused change
+/// has touched nothing. A change that changes nothing keeps the epoch.
+async fn change(
+    app: &App,
+    f: impl FnOnce(&CacheConfig) -> Result<CacheConfig, AdminError>,
+) -> Result<CacheConfig, AdminError> {
+    let _one_at_a_time = app.changing.lock().await;
+    let cur = app.backend.config().await?;
+    let next = f(&cur)?;
+    validate(&next, &app.backend.limits())?;
+    if next == cur {
+        return Ok(cur);
+    }
+    for n in next.nodes.iter().filter(|n| !cur.nodes.contains(n)) {
+        app.backend.probe_node(n).await?;
+    }
+    let installed = app.backend.apply_config(next).await?;
+    tracing::info!(epoch = installed.epoch, block_size = installed.block_size, placement = ?installed.placement,
+        nodes = ?installed.nodes, "volume cache config changed through the admin API");
+    Ok(installed)
+}

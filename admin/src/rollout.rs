@@ -1,0 +1,205 @@
+//! Installing a new volume config on every storage server, in an order that
+//! keeps one source of truth.
+//!
+//! Server 0 is the authority: a change exists once server 0 has accepted it by
+//! compare-and-set on the epoch (`base` → `base + 1`). Two gateways changing
+//! the config at once therefore cannot both win; the loser gets 409 and
+//! nothing of its change is anywhere. The other servers are then brought to
+//! the authority's config; one that cannot be reached now is brought up to
+//! date later by [`repair`], which every gateway runs once per lease, so a
+//! restarted or partitioned server converges without an operator.
+//!
+//! ```text
+//!   rollout(proposed@e) ── CAS(e → e+1) ──> server 0  (commit point)
+//!                        └─ set(e+1) ─────> server 1..S-1 (lagging ones: repair, every lease)
+//! ```
+
+use crate::backend::AdminError;
+use async_trait::async_trait;
+use xlator::volume::CacheConfig;
+
+/// The answer of a compare-and-set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SetOutcome {
+    Installed,
+    /// the server's epoch was not the expected one; this is what it holds
+    Stale(CacheConfig),
+}
+
+/// The storage servers of a volume, as far as their config is concerned.
+/// Implemented by the gateway over the wire protocol (GetVolumeConfig /
+/// SetVolumeConfig); implementations put their own timeout on each call.
+#[async_trait]
+pub trait VolumeServers: Send + Sync {
+    fn addrs(&self) -> Vec<String>;
+    async fn get(&self, server: usize) -> Result<CacheConfig, String>;
+    /// Install `new` on `server` if its epoch is still `expected`.
+    async fn compare_and_set(&self, server: usize, expected: u64, new: &CacheConfig) -> Result<SetOutcome, String>;
+}
+
+/// What a rollout did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rollout {
+    pub installed: CacheConfig,
+    /// servers that do not hold it yet (address, why); `repair` will retry
+    pub lagging: Vec<(String, String)>,
+}
+
+/// Install `proposed` (computed from epoch `proposed.epoch`) as epoch + 1.
+pub async fn rollout(servers: &dyn VolumeServers, proposed: CacheConfig) -> Result<Rollout, AdminError> {
+    let addrs = servers.addrs();
+    if addrs.is_empty() {
+        return Err(AdminError::Internal("volume has no storage servers".into()));
+    }
+    let base = proposed.epoch;
+    let next = CacheConfig { epoch: base + 1, ..proposed };
+    match servers.compare_and_set(0, base, &next).await {
+        Ok(SetOutcome::Installed) => {}
+        Ok(SetOutcome::Stale(cur)) => {
+            return Err(AdminError::Conflict(format!(
+                "config changed meanwhile: change was based on epoch {base}, the authority ({}) is at epoch {}; \
+                 nothing was changed, re-read and retry",
+                addrs[0], cur.epoch
+            )))
+        }
+        Err(e) => {
+            return Err(AdminError::Unavailable(format!(
+                "the authority for the volume config, storage server 0 ({}), did not accept the change: {e}; \
+                 nothing was changed",
+                addrs[0]
+            )))
+        }
+    }
+    let mut lagging = Vec::new();
+    for (i, addr) in addrs.iter().enumerate().skip(1) {
+        if let Err(e) = bring_up_to_date(servers, i, &next, base).await {
+            tracing::warn!(server = %addr, epoch = next.epoch, error = %e, "server did not take the new config yet");
+            lagging.push((addr.clone(), e));
+        }
+    }
+    Ok(Rollout { installed: next, lagging })
+}
+
+/// Bring every server to the authority's config; returns the authority's
+/// config and the servers still lagging. Cheap when nothing lags: one read
+/// per server.
+pub async fn repair(servers: &dyn VolumeServers) -> Result<Rollout, AdminError> {
+    let addrs = servers.addrs();
+    let auth = servers
+        .get(0)
+        .await
+        .map_err(|e| AdminError::Unavailable(format!("storage server 0 ({}) is unreachable: {e}", addrs[0])))?;
+    let mut lagging = Vec::new();
+    for (i, addr) in addrs.iter().enumerate().skip(1) {
+        let r = match servers.get(i).await {
+            Ok(c) if c.epoch >= auth.epoch => Ok(()),
+            Ok(c) => bring_up_to_date(servers, i, &auth, c.epoch).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = r {
+            lagging.push((addr.clone(), e));
+        }
+    }
+    Ok(Rollout { installed: auth, lagging })
+}
+
+/// CAS `target` onto server `i`, guessing its epoch is `guess`; a few retries
+/// follow the server's actual epoch. A server already past `target` is left
+/// alone (a newer change reached it first).
+async fn bring_up_to_date(servers: &dyn VolumeServers, i: usize, target: &CacheConfig, guess: u64) -> Result<(), String> {
+    let mut expected = guess;
+    for _ in 0..3 {
+        match servers.compare_and_set(i, expected, target).await? {
+            SetOutcome::Installed => return Ok(()),
+            SetOutcome::Stale(cur) if cur.epoch >= target.epoch => return Ok(()),
+            SetOutcome::Stale(cur) => expected = cur.epoch,
+        }
+    }
+    Err(format!("epoch kept moving while installing epoch {}", target.epoch))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// In-memory servers with the storage servers' compare-and-set rule.
+    struct Fake {
+        cfgs: Mutex<Vec<Option<CacheConfig>>>, // None = down
+        calls: Mutex<Vec<usize>>,
+    }
+
+    impl Fake {
+        fn new(n: usize) -> Fake {
+            Fake { cfgs: Mutex::new(vec![Some(CacheConfig::default()); n]), calls: Mutex::default() }
+        }
+        fn epochs(&self) -> Vec<Option<u64>> {
+            self.cfgs.lock().unwrap().iter().map(|c| c.as_ref().map(|c| c.epoch)).collect()
+        }
+    }
+
+    #[async_trait]
+    impl VolumeServers for Fake {
+        fn addrs(&self) -> Vec<String> {
+            (0..self.cfgs.lock().unwrap().len()).map(|i| format!("s{i}:1")).collect()
+        }
+        async fn get(&self, i: usize) -> Result<CacheConfig, String> {
+            self.cfgs.lock().unwrap()[i].clone().ok_or_else(|| "down".into())
+        }
+        async fn compare_and_set(&self, i: usize, expected: u64, new: &CacheConfig) -> Result<SetOutcome, String> {
+            self.calls.lock().unwrap().push(i);
+            let mut g = self.cfgs.lock().unwrap();
+            let cur = g[i].as_mut().ok_or("down")?;
+            if cur.epoch != expected {
+                return Ok(SetOutcome::Stale(cur.clone()));
+            }
+            *cur = new.clone();
+            Ok(SetOutcome::Installed)
+        }
+    }
+
+    fn proposed(block: u32) -> CacheConfig {
+        CacheConfig { block_size: block, ..Default::default() }
+    }
+
+    #[tokio::test]
+    async fn authority_first_then_the_rest() {
+        let f = Fake::new(3);
+        let r = rollout(&f, proposed(4096)).await.unwrap();
+        assert_eq!(r.installed.epoch, 2);
+        assert!(r.lagging.is_empty());
+        assert_eq!(f.epochs(), vec![Some(2); 3]);
+        assert_eq!(f.calls.lock().unwrap()[0], 0, "server 0 is asked first");
+    }
+
+    #[tokio::test]
+    async fn a_stale_change_is_refused_and_changes_nothing() {
+        let f = Fake::new(2);
+        rollout(&f, proposed(4096)).await.unwrap();
+        // A second gateway computed its change from epoch 1 too.
+        let e = rollout(&f, proposed(1024)).await.unwrap_err();
+        assert!(matches!(e, AdminError::Conflict(_)), "{e:?}");
+        assert_eq!(f.get(1).await.unwrap().block_size, 4096);
+    }
+
+    #[tokio::test]
+    async fn authority_down_means_unavailable_and_nothing_changed() {
+        let f = Fake::new(2);
+        f.cfgs.lock().unwrap()[0] = None;
+        assert!(matches!(rollout(&f, proposed(4096)).await, Err(AdminError::Unavailable(_))));
+        assert_eq!(f.epochs(), vec![None, Some(1)]);
+    }
+
+    #[tokio::test]
+    async fn a_lagging_server_is_repaired_later() {
+        let f = Fake::new(3);
+        let saved = f.cfgs.lock().unwrap()[2].take();
+        let r = rollout(&f, proposed(4096)).await.unwrap();
+        assert_eq!(r.lagging.len(), 1);
+        f.cfgs.lock().unwrap()[2] = saved; // comes back with the old config
+        let r = repair(&f).await.unwrap();
+        assert!(r.lagging.is_empty());
+        assert_eq!(f.epochs(), vec![Some(2); 3]);
+        assert_eq!(f.get(2).await.unwrap().block_size, 4096);
+    }
+}
