@@ -1,10 +1,194 @@
-//! gateway (under construction: the owner of this crate replaces this file).
+//! # gateway — `imca mount`: the volume as a local file system
+//!
+//! ```text
+//!  application ── syscalls ──> kernel FUSE ──/dev/fuse (one cloned fd per thread)──┐
+//!                                                                                  v
+//!  fuse::GatewayFs ─ task per request ─> io-stats → [CMCache slot] → stripe → protocol-client × S
+//!        │                                                                   (wire RPC to `imca storage`)
+//!        └─ inode table: ino = FileId::ino(), ino → (path, file id)
+//!  axum: /metrics (+ the admin API, when `--admin` is given)
+//! ```
+//!
+//! Thread/task model: a multi-threaded tokio runtime runs every translator
+//! call; a few fuser threads only read requests from the kernel and spawn one
+//! task per request, which owns the reply and answers when ready, so a slow
+//! request never blocks the others. The kernel caches nothing by default
+//! (entry/attribute timeouts 0, page cache dropped at open and re-validated
+//! on read), so several gateways on the same servers stay coherent;
+//! `--kernel-cache` trades that for speed when one gateway is alone.
 
-/// Command-line arguments of this subcommand.
-#[derive(clap::Args, Debug)]
-pub struct Args {}
+pub mod fuse;
+pub mod graph;
+pub mod iostats;
+pub mod metrics;
+pub mod mount;
+mod ready;
+mod storage;
+pub mod stripe;
+
+pub use ready::write_ready_file;
+
+use anyhow::Context;
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Command-line arguments of `imca mount`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// Storage servers (host:port, comma-separated). Their order is the stripe
+    /// layout: every gateway of a volume must list them in the same order.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub storage_servers: Vec<String>,
+    /// Cache nodes of the bank (host:port, comma-separated); none = no cache.
+    #[arg(long, value_delimiter = ',')]
+    pub cache_nodes: Vec<String>,
+    /// Serve the admin API on this address (e.g. 127.0.0.1:0).
+    #[arg(long)]
+    pub admin: Option<String>,
+    /// Stripe unit in bytes (suffixes K, M accepted); a power of two ≥ 4K.
+    #[arg(long, default_value = "128K", value_parser = parse_size)]
+    pub stripe_unit: u64,
+    /// A storage request that takes longer than this many seconds fails with EIO.
+    #[arg(long, default_value_t = 10.0)]
+    pub timeout: f64,
+    /// Let the kernel cache entries, attributes and pages (only for a volume
+    /// mounted by this gateway alone).
+    #[arg(long)]
+    pub kernel_cache: bool,
+    /// Serve Prometheus metrics at http://ADDR/metrics.
+    #[arg(long)]
+    pub metrics: Option<String>,
+    /// Once the mount is live, write {"mount", "addr", "admin", "metrics"} here.
+    #[arg(long)]
+    pub ready_file: Option<PathBuf>,
+    /// FUSE reader threads (default: number of CPUs, 2..=8).
+    #[arg(long)]
+    pub fuse_threads: Option<usize>,
+    /// Where to mount.
+    pub mountpoint: PathBuf,
+}
+
+/// "131072", "128K", "1M" → bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, mult) = match s.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&s[..i], 1024),
+        Some((i, 'm' | 'M')) => (&s[..i], 1024 * 1024),
+        _ => (s, 1),
+    };
+    num.parse::<u64>().map(|n| n * mult).map_err(|e| format!("bad size {s:?}: {e}"))
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
+}
 
 /// Entry point used by the `imca` binary; builds its own runtime.
-pub fn main(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("gateway is not built yet")
+pub fn main(args: Args) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cpus().max(2))
+        .thread_name("gateway")
+        .enable_all()
+        .build()?;
+    rt.block_on(run(args, shutdown_signal()))
 }
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => tracing::info!("SIGINT: unmounting"),
+        _ = term.recv() => tracing::info!("SIGTERM: unmounting"),
+    }
+}
+
+/// Mount, serve until `shutdown` resolves (or the mount is removed from
+/// outside), then unmount.
+pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+    let mountpoint = mount::prepare(&args.mountpoint)?;
+    let timeout = Duration::from_secs_f64(args.timeout.max(0.001));
+    let leaves = storage::connect(&args.storage_servers, timeout).await?;
+    let graph = graph::build(
+        leaves,
+        &graph::GraphConfig { stripe_unit: args.stripe_unit, cache_nodes: args.cache_nodes.clone() },
+    )?;
+    tracing::info!(pipeline = ?graph.names(), "client graph built");
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = move || {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }
+    };
+    let metrics_url = match &args.metrics {
+        Some(addr) => {
+            let l = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding metrics on {addr}"))?;
+            let url = format!("http://{}/metrics", l.local_addr()?);
+            tokio::spawn(metrics::serve(l, stopped()));
+            Some(url)
+        }
+        None => None,
+    };
+    let admin_url = admin_slot(&args, &graph, stopped()).await?;
+
+    let policy = if args.kernel_cache { fuse::CachePolicy::KERNEL } else { fuse::CachePolicy::COHERENT };
+    let fs = fuse::GatewayFs::new(tokio::runtime::Handle::current(), graph.top.clone(), policy);
+    let threads = args.fuse_threads.unwrap_or_else(|| cpus().clamp(2, 8));
+    let mp = mountpoint.clone();
+    let mounted = tokio::task::spawn_blocking(move || mount::Mounted::mount(fs, &mp, threads)).await??;
+    tracing::info!(mount = %mountpoint.display(), servers = ?args.storage_servers, "mounted");
+
+    if let Some(path) = &args.ready_file {
+        let addr = admin_url.as_deref().map(|u| u.trim_start_matches("http://").to_string());
+        write_ready_file(
+            path,
+            &serde_json::json!({
+                "mount": mountpoint,
+                "addr": addr,
+                "admin": admin_url,
+                "metrics": metrics_url,
+                "pid": std::process::id(),
+            }),
+        )?;
+    }
+
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            _ = tokio::time::sleep(Duration::from_millis(250)) => {
+                if mounted.is_finished() {
+                    tracing::warn!("the mount was removed from outside; stopping");
+                    break;
+                }
+            }
+        }
+    }
+    let result = tokio::task::spawn_blocking(move || mounted.unmount()).await?;
+    let _ = stop_tx.send(true);
+    tracing::info!(mount = %mountpoint.display(), "unmounted");
+    result
+}
+
+// ─── ADMIN SLOT ─────────────────────────────────────────────────────────────
+// The admin API (crate `admin`, wired by its owner): start it on `args.admin`
+// with a backend built from `graph` (graph.leaves are the protocol-clients,
+// which reach each server's volume config), stop it when `stopped` resolves,
+// and return its base URL (e.g. "http://127.0.0.1:PORT").
+async fn admin_slot(
+    args: &Args,
+    graph: &graph::Graph,
+    stopped: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<Option<String>> {
+    let _ = (graph, stopped);
+    if let Some(addr) = &args.admin {
+        tracing::warn!(%addr, "--admin: the admin API is not wired into the gateway yet");
+    }
+    Ok(None)
+}
+// ────────────────────────────────────────────────────────────────────────────

@@ -1,0 +1,634 @@
+//! The fuser `Filesystem`: kernel requests in, translator calls out.
+//!
+//! Several fuser threads (one cloned /dev/fuse fd each) read requests; every
+//! request is turned into a task on the tokio runtime that owns its reply and
+//! answers when the pipeline does, so one slow read never holds up others.
+
+use super::convert::{self, errno};
+use super::dirs::{DirStreams, AFTER_DOT, AFTER_DOTDOT};
+use super::inodes::Inodes;
+use bytes::Bytes;
+use fuser::*;
+use std::ffi::OsStr;
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use xlator::{FileId, FsError, FsResult, Loc, NewFile, Next, Owner, SetAttr, TimeSet, XattrFlags};
+
+/// How much the kernel may cache.
+#[derive(Clone, Copy, Debug)]
+pub struct CachePolicy {
+    pub entry_ttl: Duration,
+    pub attr_ttl: Duration,
+    /// keep the page cache across opens (only safe with one gateway)
+    pub keep_cache: bool,
+}
+
+impl CachePolicy {
+    /// Nothing cached: every gateway sees every other gateway's changes at once.
+    pub const COHERENT: CachePolicy = CachePolicy { entry_ttl: Duration::ZERO, attr_ttl: Duration::ZERO, keep_cache: false };
+    /// For a volume mounted by a single gateway.
+    pub const KERNEL: CachePolicy =
+        CachePolicy { entry_ttl: Duration::from_secs(1), attr_ttl: Duration::from_secs(1), keep_cache: true };
+}
+
+/// FUSE requests up to this size (read and write).
+pub const MAX_REQUEST: u32 = 1 << 20;
+
+pub struct GatewayFs {
+    rt: tokio::runtime::Handle,
+    xl: Next,
+    inodes: Arc<Inodes>,
+    dirs: Arc<DirStreams>,
+    policy: CachePolicy,
+    /// O_APPEND writes read the size and write there: serialise them so two
+    /// appenders through this gateway never land on the same offset.
+    append: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl GatewayFs {
+    pub fn new(rt: tokio::runtime::Handle, xl: Next, policy: CachePolicy) -> GatewayFs {
+        GatewayFs {
+            rt,
+            xl,
+            inodes: Arc::new(Inodes::new()),
+            dirs: Arc::default(),
+            policy,
+            append: Arc::default(),
+        }
+    }
+
+    fn spawn(&self, f: impl Future<Output = ()> + Send + 'static) {
+        self.rt.spawn(f);
+    }
+
+    fn fopen_flags(&self) -> FopenFlags {
+        if self.policy.keep_cache {
+            FopenFlags::FOPEN_KEEP_CACHE
+        } else {
+            FopenFlags::empty()
+        }
+    }
+}
+
+fn owner(req: &Request) -> Owner {
+    Owner { uid: req.uid(), gid: req.gid() }
+}
+
+fn new_file(name: &str, perm: u32, owner: Owner, exclusive: bool) -> NewFile {
+    NewFile { name: name.to_string(), fid: FileId::from_random(rand::random()), perm: perm & 0o7777, owner, exclusive }
+}
+
+fn time_set(t: TimeOrNow) -> TimeSet {
+    match t {
+        TimeOrNow::Now => TimeSet::Now,
+        TimeOrNow::SpecificTime(t) => TimeSet::At(convert::timestamp(t)),
+    }
+}
+
+/// Parent location and checked child name, or the errno to answer.
+fn parent_and_name<'a>(inodes: &Inodes, parent: INodeNo, name: &'a OsStr) -> FsResult<(Loc, &'a str)> {
+    let n = convert::name(name)?;
+    Ok((inodes.loc(parent.0)?, n))
+}
+
+impl Filesystem for GatewayFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        let _ = config.set_max_write(MAX_REQUEST);
+        // As much readahead as the kernel allows (it offers its maximum).
+        if let Err(max) = config.set_max_readahead(MAX_REQUEST) {
+            let _ = config.set_max_readahead(max);
+        }
+        let _ = config.set_max_background(64);
+        let _ = config.set_congestion_threshold(48);
+        // Lookups and listings in one directory may run in parallel.
+        let mut wanted = InitFlags::FUSE_PARALLEL_DIROPS;
+        if !self.policy.keep_cache {
+            // Re-validate cached pages against size/mtime on every read, so a
+            // file changed through another gateway is never read stale.
+            wanted |= InitFlags::FUSE_AUTO_INVAL_DATA;
+        }
+        for flag in wanted.iter() {
+            if config.add_capabilities(flag).is_err() {
+                tracing::info!(?flag, "kernel lacks FUSE capability");
+            }
+        }
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let (xl, inodes, ttl) = (self.xl.clone(), self.inodes.clone(), self.policy.entry_ttl);
+        let args = parent_and_name(&inodes, parent, name).map(|(p, n)| (p, n.to_string()));
+        self.spawn(async move {
+            let r = async {
+                let (ploc, name) = args?;
+                let attr = xl.lookup(&ploc, &name).await?;
+                inodes.remember(&ploc, &name, attr.fid);
+                Ok::<_, FsError>(attr)
+            };
+            match r.await {
+                Ok(a) => reply.entry(&ttl, &convert::attr(&a), Generation(0)),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.inodes.forget(ino.0, nlookup);
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        let (xl, ttl) = (self.xl.clone(), self.policy.attr_ttl);
+        let loc = self.inodes.loc(ino.0);
+        self.spawn(async move {
+            match async { xl.getattr(&loc?).await }.await {
+                Ok(a) => reply.attr(&ttl, &convert::attr(&a)),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let (xl, ttl) = (self.xl.clone(), self.policy.attr_ttl);
+        let loc = self.inodes.loc(ino.0);
+        let set = SetAttr {
+            perm: mode.map(|m| m & 0o7777),
+            uid,
+            gid,
+            size,
+            atime: atime.map(time_set),
+            mtime: mtime.map(time_set),
+        };
+        self.spawn(async move {
+            match async { xl.setattr(&loc?, &set).await }.await {
+                Ok(a) => reply.attr(&ttl, &convert::attr(&a)),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        let xl = self.xl.clone();
+        let loc = self.inodes.loc(ino.0);
+        self.spawn(async move {
+            match async { xl.readlink(&loc?).await }.await {
+                Ok(t) => reply.data(t.as_bytes()),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
+        let (xl, inodes, ttl) = (self.xl.clone(), self.inodes.clone(), self.policy.entry_ttl);
+        let args = parent_and_name(&inodes, parent, name).map(|(p, n)| (p, new_file(n, mode & !umask, owner(req), true)));
+        self.spawn(async move {
+            let r = async {
+                let (ploc, new) = args?;
+                let attr = if mode & libc::S_IFMT == libc::S_IFREG {
+                    // A plain file: create it exclusively and close it again.
+                    let a = xl.create(&ploc, &new, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL).await?;
+                    let _ = xl.release(&Loc::new(ploc.child(&new.name).path, Some(a.fid))).await;
+                    a
+                } else {
+                    xl.mknod(&ploc, &new, mode, rdev).await?
+                };
+                inodes.remember(&ploc, &new.name, attr.fid);
+                Ok::<_, FsError>(attr)
+            };
+            match r.await {
+                Ok(a) => reply.entry(&ttl, &convert::attr(&a), Generation(0)),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
+        let (xl, inodes, ttl) = (self.xl.clone(), self.inodes.clone(), self.policy.entry_ttl);
+        let args = parent_and_name(&inodes, parent, name).map(|(p, n)| (p, new_file(n, mode & !umask, owner(req), true)));
+        self.spawn(async move {
+            let r = async {
+                let (ploc, new) = args?;
+                let attr = xl.mkdir(&ploc, &new).await?;
+                inodes.remember(&ploc, &new.name, attr.fid);
+                Ok::<_, FsError>(attr)
+            };
+            match r.await {
+                Ok(a) => reply.entry(&ttl, &convert::attr(&a), Generation(0)),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let xl = self.xl.clone();
+        let args = parent_and_name(&self.inodes, parent, name).map(|(p, n)| (p, n.to_string()));
+        self.spawn(async move {
+            let r = async {
+                let (ploc, name) = args?;
+                xl.unlink(&ploc, &name).await
+            };
+            match r.await {
+                Ok(_) => reply.ok(),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let xl = self.xl.clone();
+        let args = parent_and_name(&self.inodes, parent, name).map(|(p, n)| (p, n.to_string()));
+        self.spawn(async move {
+            let r = async {
+                let (ploc, name) = args?;
+                xl.rmdir(&ploc, &name).await
+            };
+            match r.await {
+                Ok(_) => reply.ok(),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
+        let (xl, inodes, ttl) = (self.xl.clone(), self.inodes.clone(), self.policy.entry_ttl);
+        let args = parent_and_name(&inodes, parent, link_name).and_then(|(p, n)| {
+            let target = target.to_str().ok_or(FsError::EILSEQ)?.to_string();
+            Ok((p, new_file(n, 0o777, owner(req), true), target))
+        });
+        self.spawn(async move {
+            let r = async {
+                let (ploc, new, target) = args?;
+                let attr = xl.symlink(&ploc, &new, &target).await?;
+                inodes.remember(&ploc, &new.name, attr.fid);
+                Ok::<_, FsError>(attr)
+            };
+            match r.await {
+                Ok(a) => reply.entry(&ttl, &convert::attr(&a), Generation(0)),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let (xl, inodes) = (self.xl.clone(), self.inodes.clone());
+        let args = (|| {
+            if flags.contains(RenameFlags::RENAME_WHITEOUT) {
+                return Err(FsError::EINVAL);
+            }
+            let (p, n) = parent_and_name(&inodes, parent, name)?;
+            let (np, nn) = parent_and_name(&inodes, newparent, newname)?;
+            Ok((p, n.to_string(), np, nn.to_string()))
+        })();
+        let rflags = xlator::RenameFlags {
+            noreplace: flags.contains(RenameFlags::RENAME_NOREPLACE),
+            exchange: flags.contains(RenameFlags::RENAME_EXCHANGE),
+        };
+        self.spawn(async move {
+            let r = async {
+                let (p, n, np, nn) = args?;
+                xl.rename(&p, &n, &np, &nn, rflags).await?;
+                let (from, to) = (p.child(&n).path, np.child(&nn).path);
+                if rflags.exchange {
+                    inodes.exchanged(&from, &to);
+                } else {
+                    inodes.renamed(&from, &to);
+                }
+                Ok::<_, FsError>(())
+            };
+            match r.await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
+        let (xl, inodes, ttl) = (self.xl.clone(), self.inodes.clone(), self.policy.entry_ttl);
+        let args = inodes
+            .loc(ino.0)
+            .and_then(|l| parent_and_name(&inodes, newparent, newname).map(|(p, n)| (l, p, n.to_string())));
+        self.spawn(async move {
+            let r = async {
+                let (loc, np, nn) = args?;
+                let attr = xl.link(&loc, &np, &nn).await?;
+                inodes.remember(&np, &nn, attr.fid);
+                Ok::<_, FsError>(attr)
+            };
+            match r.await {
+                Ok(a) => reply.entry(&ttl, &convert::attr(&a), Generation(0)),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let xl = self.xl.clone();
+        let loc = self.inodes.loc(ino.0);
+        let fopen = self.fopen_flags();
+        self.spawn(async move {
+            match async { xl.open(&loc?, flags.0).await }.await {
+                Ok(()) => reply.opened(FileHandle(0), fopen),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let xl = self.xl.clone();
+        let loc = self.inodes.loc(ino.0);
+        self.spawn(async move {
+            match async { xl.read(&loc?, offset, size).await }.await {
+                Ok(d) => reply.data(&d),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let (xl, append) = (self.xl.clone(), self.append.clone());
+        let loc = self.inodes.loc(ino.0);
+        // fuser reuses its receive buffer: this is the one copy of the payload.
+        let data = Bytes::copy_from_slice(data);
+        let is_append = flags.0 & libc::O_APPEND != 0;
+        self.spawn(async move {
+            let r = async {
+                let loc = loc?;
+                if is_append {
+                    // The kernel's idea of the end may be stale (another
+                    // gateway appended): the volume's merged size decides.
+                    let _guard = append.lock().await;
+                    let end = xl.getattr(&loc).await?.size;
+                    return xl.write(&loc, end, data).await;
+                }
+                xl.write(&loc, offset, data).await
+            };
+            match r.await {
+                Ok(w) => reply.written(w.written),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn flush(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        let xl = self.xl.clone();
+        let loc = self.inodes.loc(ino.0);
+        self.spawn(async move {
+            match async { xl.flush(&loc?).await }.await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        let xl = self.xl.clone();
+        let loc = self.inodes.loc(ino.0);
+        self.spawn(async move {
+            match async { xl.release(&loc?).await }.await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn fsync(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, datasync: bool, reply: ReplyEmpty) {
+        let xl = self.xl.clone();
+        let loc = self.inodes.loc(ino.0);
+        self.spawn(async move {
+            match async { xl.fsync(&loc?, datasync).await }.await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        match self.inodes.loc(ino.0) {
+            Ok(_) => reply.opened(FileHandle(self.dirs.open()), FopenFlags::empty()),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn readdir(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        let xl = self.xl.clone();
+        let loc = self.inodes.loc(ino.0);
+        let stream = self.dirs.get(fh.0);
+        self.spawn(async move {
+            let r = async {
+                let loc = loc?;
+                let stream = stream.ok_or(FsError::EBADF)?;
+                let mut stream = stream.lock().await;
+                if offset == 0 && reply.add(ino, AFTER_DOT, FileType::Directory, ".") {
+                    return Ok(());
+                }
+                if offset <= AFTER_DOT && reply.add(INodeNo(1), AFTER_DOTDOT, FileType::Directory, "..") {
+                    return Ok(());
+                }
+                let start = offset.max(AFTER_DOTDOT);
+                let cookie = stream.cookie_at(start).ok_or(FsError::EINVAL)?;
+                // index of the next real entry
+                let mut k = start - AFTER_DOTDOT;
+                // Roughly what fits in one reply (a page holds ~80 names).
+                let entries = xl.readdir(&loc, cookie, 128, false).await?;
+                for e in entries {
+                    let off = stream.record(k, e.next);
+                    if reply.add(INodeNo(e.fid.ino()), off, convert::kind(e.kind), &e.name) {
+                        break;
+                    }
+                    k += 1;
+                }
+                Ok::<_, FsError>(())
+            };
+            match r.await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
+        self.dirs.close(fh.0);
+        reply.ok();
+    }
+
+    fn fsyncdir(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        reply.ok();
+    }
+
+    fn statfs(&self, _req: &Request, ino: INodeNo, reply: ReplyStatfs) {
+        let xl = self.xl.clone();
+        let loc = self.inodes.loc(ino.0);
+        self.spawn(async move {
+            match async { xl.statfs(&loc?).await }.await {
+                Ok(s) => reply.statfs(s.blocks, s.bfree, s.bavail, s.files, s.ffree, s.bsize, s.namelen, s.frsize),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        let xl = self.xl.clone();
+        let args = self.inodes.loc(ino.0).and_then(|l| Ok((l, name.to_str().ok_or(FsError::EILSEQ)?.to_string())));
+        let value = value.to_vec();
+        let xflags = XattrFlags { create: flags & libc::XATTR_CREATE != 0, replace: flags & libc::XATTR_REPLACE != 0 };
+        self.spawn(async move {
+            let r = async {
+                let (loc, name) = args?;
+                xl.setxattr(&loc, &name, &value, xflags).await
+            };
+            match r.await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        let xl = self.xl.clone();
+        let args = self.inodes.loc(ino.0).and_then(|l| Ok((l, name.to_str().ok_or(FsError::ENODATA)?.to_string())));
+        self.spawn(async move {
+            let r = async {
+                let (loc, name) = args?;
+                xl.getxattr(&loc, &name).await
+            };
+            match r.await {
+                Ok(v) => reply_xattr(reply, size, &v),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        let xl = self.xl.clone();
+        let loc = self.inodes.loc(ino.0);
+        self.spawn(async move {
+            match async { xl.listxattr(&loc?).await }.await {
+                Ok(names) => {
+                    let mut buf = Vec::new();
+                    for n in names {
+                        buf.extend_from_slice(n.as_bytes());
+                        buf.push(0);
+                    }
+                    reply_xattr(reply, size, &buf)
+                }
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let xl = self.xl.clone();
+        let args = self.inodes.loc(ino.0).and_then(|l| Ok((l, name.to_str().ok_or(FsError::ENODATA)?.to_string())));
+        self.spawn(async move {
+            let r = async {
+                let (loc, name) = args?;
+                xl.removexattr(&loc, &name).await
+            };
+            match r.await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+
+    fn access(&self, _req: &Request, _ino: INodeNo, _mask: AccessFlags, reply: ReplyEmpty) {
+        // Permission checks are the kernel's (default_permissions).
+        reply.ok();
+    }
+
+    fn create(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, flags: i32, reply: ReplyCreate) {
+        let (xl, inodes, ttl) = (self.xl.clone(), self.inodes.clone(), self.policy.entry_ttl);
+        let fopen = self.fopen_flags();
+        let args = parent_and_name(&inodes, parent, name)
+            .map(|(p, n)| (p, new_file(n, mode & !umask, owner(req), flags & libc::O_EXCL != 0)));
+        self.spawn(async move {
+            let r = async {
+                let (ploc, new) = args?;
+                let attr = xl.create(&ploc, &new, flags).await?;
+                inodes.remember(&ploc, &new.name, attr.fid);
+                Ok::<_, FsError>(attr)
+            };
+            match r.await {
+                Ok(a) => reply.created(&ttl, &convert::attr(&a), Generation(0), FileHandle(0), fopen),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
+    }
+}
+
+/// getxattr/listxattr protocol: size 0 asks for the length only.
+fn reply_xattr(reply: ReplyXattr, size: u32, value: &[u8]) {
+    if size == 0 {
+        reply.size(value.len() as u32);
+    } else if value.len() > size as usize {
+        reply.error(Errno::ERANGE);
+    } else {
+        reply.data(value);
+    }
+}

@@ -1,0 +1,145 @@
+//! The inode table: FUSE inode number → where the file is.
+//!
+//! An inode number is the file id's [`FileId::ino`], so every gateway gives a
+//! file the same number. The table remembers, per inode, the path it was last
+//! looked up under (namespace operations need a path) and the full file id
+//! (data operations resolve by id, which survives renames done elsewhere).
+//! With entry timeout 0 the kernel looks up every path component again on
+//! each access, which keeps the remembered paths fresh even when another
+//! gateway renames things. Entries live while the kernel holds lookups on
+//! them (`forget` ends them); the root lives forever.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use xlator::{FileId, FsError, FsResult, Loc};
+
+pub const ROOT_INO: u64 = 1;
+
+struct Node {
+    loc: Loc,
+    lookups: u64,
+}
+
+pub struct Inodes {
+    map: Mutex<HashMap<u64, Node>>,
+}
+
+impl Default for Inodes {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Inodes {
+    pub fn new() -> Inodes {
+        let mut map = HashMap::new();
+        map.insert(ROOT_INO, Node { loc: Loc::root(), lookups: 1 });
+        Inodes { map: Mutex::new(map) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Node>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Where inode `ino` is; ESTALE for a number this gateway never handed out
+    /// (or already forgot).
+    pub fn loc(&self, ino: u64) -> FsResult<Loc> {
+        self.lock().get(&ino).map(|n| n.loc.clone()).ok_or(FsError::ESTALE)
+    }
+
+    /// The kernel got one more reference to `fid`, found as `name` in the
+    /// directory at `parent_path`. Returns its inode number.
+    pub fn remember(&self, parent: &Loc, name: &str, fid: FileId) -> u64 {
+        let ino = fid.ino();
+        let loc = Loc { path: parent.child(name).path, fid: Some(fid) };
+        let mut map = self.lock();
+        let node = map.entry(ino).or_insert(Node { loc: loc.clone(), lookups: 0 });
+        if node.loc.fid != Some(fid) && ino != ROOT_INO {
+            tracing::warn!(ino, old = ?node.loc.fid, new = %fid, "inode number reused by another file id");
+        }
+        if ino != ROOT_INO {
+            node.loc = loc;
+        }
+        node.lookups += 1;
+        ino
+    }
+
+    /// The kernel dropped `n` references.
+    pub fn forget(&self, ino: u64, n: u64) {
+        if ino == ROOT_INO {
+            return;
+        }
+        let mut map = self.lock();
+        if let Some(node) = map.get_mut(&ino) {
+            node.lookups = node.lookups.saturating_sub(n);
+            if node.lookups == 0 {
+                map.remove(&ino);
+            }
+        }
+    }
+
+    /// `from` now lives at `to`: move it and everything below it.
+    pub fn renamed(&self, from: &str, to: &str) {
+        let mut map = self.lock();
+        for node in map.values_mut() {
+            if let Some(rest) = node.loc.path.strip_prefix(from) {
+                if rest.is_empty() || rest.starts_with('/') {
+                    node.loc.path = format!("{to}{rest}");
+                }
+            }
+        }
+    }
+
+    /// `a` and `b` swapped places (RENAME_EXCHANGE).
+    pub fn exchanged(&self, a: &str, b: &str) {
+        let tmp = "\0exchange";
+        self.renamed(a, tmp);
+        self.renamed(b, a);
+        self.renamed(tmp, b);
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_forget_lifecycle() {
+        let t = Inodes::new();
+        let fid = FileId::from_random(42);
+        let ino = t.remember(&Loc::root(), "a", fid);
+        assert_eq!(ino, fid.ino());
+        t.remember(&Loc::root(), "a", fid);
+        assert_eq!(t.loc(ino).unwrap(), Loc::new("a", Some(fid)));
+        t.forget(ino, 1);
+        assert!(t.loc(ino).is_ok());
+        t.forget(ino, 1);
+        assert_eq!(t.loc(ino), Err(FsError::ESTALE));
+        t.forget(ROOT_INO, 100);
+        assert_eq!(t.loc(ROOT_INO).unwrap(), Loc::root());
+    }
+
+    #[test]
+    fn rename_moves_descendants_only() {
+        let t = Inodes::new();
+        let d = t.remember(&Loc::root(), "d", FileId::from_random(1));
+        let f = t.remember(&Loc::new("d", None), "f", FileId::from_random(2));
+        let other = t.remember(&Loc::root(), "dd", FileId::from_random(3));
+        t.renamed("d", "x/y");
+        assert_eq!(t.loc(d).unwrap().path, "x/y");
+        assert_eq!(t.loc(f).unwrap().path, "x/y/f");
+        assert_eq!(t.loc(other).unwrap().path, "dd");
+        t.exchanged("x/y", "dd");
+        assert_eq!(t.loc(d).unwrap().path, "dd");
+        assert_eq!(t.loc(f).unwrap().path, "dd/f");
+        assert_eq!(t.loc(other).unwrap().path, "x/y");
+    }
+}

@@ -1,0 +1,59 @@
+//! The client graph, built in one fixed order (like a GlusterFS volfile):
+//!
+//! ```text
+//!  FUSE → io-stats → [client-translator slot: CMCache] → stripe → protocol-client × S
+//! ```
+
+use crate::iostats::IoStats;
+use crate::stripe::{Stripe, StripeError};
+use std::sync::Arc;
+use xlator::Next;
+
+/// What the graph is built from.
+#[derive(Clone, Debug)]
+pub struct GraphConfig {
+    pub stripe_unit: u64,
+    /// cache-node addresses given on the command line (empty: no cache)
+    pub cache_nodes: Vec<String>,
+}
+
+/// The built graph, with handles to the parts others need (admin API, tests).
+pub struct Graph {
+    /// what the FUSE layer calls
+    pub top: Next,
+    pub stripe: Arc<Stripe>,
+    /// one leaf per storage server, in stripe order
+    pub leaves: Vec<Next>,
+}
+
+impl Graph {
+    /// Translator names from top to bottom, for logs and the admin API.
+    pub fn names(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        let mut at: Option<&Next> = Some(&self.top);
+        while let Some(x) = at {
+            names.push(x.name().to_string());
+            at = x.next();
+        }
+        names.push(format!("protocol-client x{}", self.leaves.len()));
+        names
+    }
+}
+
+pub fn build(leaves: Vec<Next>, cfg: &GraphConfig) -> Result<Graph, StripeError> {
+    let stripe = Arc::new(Stripe::new(leaves.clone(), cfg.stripe_unit)?);
+    let below_stripe: Next = stripe.clone();
+    let cached = client_translator(below_stripe, cfg);
+    let top: Next = Arc::new(IoStats::new(cached));
+    Ok(Graph { top, stripe, leaves })
+}
+
+// ─── CLIENT-TRANSLATOR SLOT ─────────────────────────────────────────────────
+// CMCache (crate client-translator) goes here: wrap `below` and return the
+// wrapper. Everything it needs is in `cfg` (cache nodes) and can be added to
+// `GraphConfig`; the volume's live CacheConfig comes from the storage servers.
+fn client_translator(below: Next, cfg: &GraphConfig) -> Next {
+    let _ = &cfg.cache_nodes;
+    below
+}
+// ────────────────────────────────────────────────────────────────────────────

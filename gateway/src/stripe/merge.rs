@@ -1,0 +1,112 @@
+//! Combining what several servers answered into one answer.
+
+use xlator::{Attr, FsError, FsResult, StatFs};
+
+/// The volume's view of a file from each server's view of its copy: size is
+/// the largest copy (copies are sparse), blocks add up, times are the latest;
+/// identity and permissions come from the first server.
+pub fn merge_attrs(attrs: Vec<Attr>) -> FsResult<Attr> {
+    let mut it = attrs.into_iter();
+    let mut out = it.next().ok_or(FsError::EIO)?;
+    for a in it {
+        if a.fid != out.fid {
+            tracing::error!(first = %out.fid, other = %a.fid, "storage servers disagree on a file id");
+            return Err(FsError::EIO);
+        }
+        out.size = out.size.max(a.size);
+        out.blocks += a.blocks;
+        out.atime = out.atime.max(a.atime);
+        out.mtime = out.mtime.max(a.mtime);
+        out.ctime = out.ctime.max(a.ctime);
+    }
+    Ok(out)
+}
+
+/// Capacity adds up over servers; counts are expressed in the first server's
+/// fragment size.
+pub fn merge_statfs(all: Vec<StatFs>) -> FsResult<StatFs> {
+    let mut it = all.into_iter();
+    let mut out = it.next().ok_or(FsError::EIO)?;
+    let frsize = u64::from(out.frsize.max(1));
+    for s in it {
+        let scale = |v: u64| v.saturating_mul(u64::from(s.frsize.max(1))) / frsize;
+        out.blocks += scale(s.blocks);
+        out.bfree += scale(s.bfree);
+        out.bavail += scale(s.bavail);
+        out.files += s.files;
+        out.ffree += s.ffree;
+        out.namelen = out.namelen.min(s.namelen);
+    }
+    Ok(out)
+}
+
+/// One failing server fails the operation. A server that is down (EIO) is the
+/// most useful thing to report; otherwise the first server's error.
+pub fn pick_error(errors: impl IntoIterator<Item = FsError>) -> FsError {
+    let mut first = None;
+    for e in errors {
+        if e == FsError::EIO {
+            return e;
+        }
+        first.get_or_insert(e);
+    }
+    first.unwrap_or(FsError::EIO)
+}
+
+/// All results or the chosen error.
+pub fn all_ok<T>(results: Vec<FsResult<T>>) -> FsResult<Vec<T>> {
+    if results.iter().any(|r| r.is_err()) {
+        return Err(pick_error(results.into_iter().filter_map(|r| r.err())));
+    }
+    Ok(results.into_iter().map(|r| r.unwrap_or_else(|_| unreachable!())).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xlator::{FileId, FileKind, Timestamp};
+
+    fn attr(size: u64, blocks: u64, mtime: i64) -> Attr {
+        Attr {
+            fid: FileId(7),
+            kind: FileKind::File,
+            size,
+            blocks,
+            perm: 0o644,
+            nlink: 1,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            atime: Timestamp::default(),
+            mtime: Timestamp { secs: mtime, nsecs: 0 },
+            ctime: Timestamp::default(),
+        }
+    }
+
+    #[test]
+    fn size_is_max_blocks_sum_times_latest() {
+        let m = merge_attrs(vec![attr(10, 8, 5), attr(300, 16, 9), attr(0, 0, 1)]).unwrap();
+        assert_eq!((m.size, m.blocks, m.mtime.secs), (300, 24, 9));
+    }
+
+    #[test]
+    fn disagreeing_ids_are_an_io_error() {
+        let mut b = attr(1, 1, 1);
+        b.fid = FileId(8);
+        assert_eq!(merge_attrs(vec![attr(1, 1, 1), b]), Err(FsError::EIO));
+    }
+
+    #[test]
+    fn eio_wins_over_other_errors() {
+        assert_eq!(pick_error([FsError::ENOENT, FsError::EIO]), FsError::EIO);
+        assert_eq!(pick_error([FsError::ENOENT, FsError::EEXIST]), FsError::ENOENT);
+    }
+
+    #[test]
+    fn statfs_sums_in_common_units() {
+        let a = StatFs { blocks: 100, bfree: 50, bavail: 40, files: 10, ffree: 5, bsize: 4096, namelen: 255, frsize: 4096 };
+        let b = StatFs { blocks: 800, bfree: 400, bavail: 320, files: 10, ffree: 5, bsize: 512, namelen: 255, frsize: 512 };
+        let m = merge_statfs(vec![a, b]).unwrap();
+        assert_eq!((m.blocks, m.bfree, m.bavail, m.files), (200, 100, 80, 20));
+    }
+}

@@ -1,0 +1,340 @@
+//! stripe — one volume out of S storage servers.
+//!
+//! ```text
+//!  (above: client-translator or io-stats)
+//!        │
+//!     stripe ──┬── protocol-client → server 0   (unit 0, S, 2S, … ; the namespace "lock")
+//!              ├── protocol-client → server 1   (unit 1, S+1, …)
+//!              └── …
+//! ```
+//!
+//! * Data: unit *i* of a file lives on server *i mod S* at the same logical
+//!   offset, in a sparse file ([`layout`]). A request is cut into per-server
+//!   pieces that all go out at once.
+//! * Namespace: every file and directory exists on every server with the same
+//!   file id. Creating operations run on server 0 first (it serialises racing
+//!   gateways, and its answer decides the file id), then on the others in
+//!   parallel; when a later server fails, what was created is rolled back so a
+//!   retry starts from a clean slate.
+//! * Attributes: merged from every server ([`merge`]): size max, blocks sum,
+//!   times latest. Directory listings, symlink targets and xattr reads come
+//!   from server 0 alone.
+//! * Errors: if any server fails, the operation fails (EIO preferred: it says a
+//!   server is unreachable). Removals and renames that fail half-way are
+//!   logged; there is no self-heal (yet).
+
+pub mod layout;
+pub mod merge;
+
+use async_trait::async_trait;
+use bytes::{Bytes, BytesMut};
+use futures::future::join_all;
+use merge::{all_ok, merge_attrs, merge_statfs, pick_error};
+use std::future::Future;
+use std::pin::Pin;
+use xlator::*;
+
+/// The default stripe unit: 128 KiB (a multiple of every sane IMCa block size).
+pub const DEFAULT_STRIPE_UNIT: u64 = 128 * 1024;
+
+type Fut<'a, T> = Pin<Box<dyn Future<Output = FsResult<T>> + Send + 'a>>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StripeError {
+    #[error("stripe needs at least one storage server")]
+    NoServers,
+    #[error("stripe unit must be a power of two of at least 4096 bytes, got {0}")]
+    BadUnit(u64),
+}
+
+pub struct Stripe {
+    subvols: Vec<Next>,
+    unit: u64,
+}
+
+impl Stripe {
+    pub fn new(subvols: Vec<Next>, unit: u64) -> Result<Stripe, StripeError> {
+        if subvols.is_empty() {
+            return Err(StripeError::NoServers);
+        }
+        if unit < 4096 || !unit.is_power_of_two() {
+            return Err(StripeError::BadUnit(unit));
+        }
+        Ok(Stripe { subvols, unit })
+    }
+
+    pub fn unit(&self) -> u64 {
+        self.unit
+    }
+
+    pub fn servers(&self) -> &[Next] {
+        &self.subvols
+    }
+
+    fn first(&self) -> &Next {
+        &self.subvols[0]
+    }
+
+    fn rest(&self) -> &[Next] {
+        &self.subvols[1..]
+    }
+
+    /// Run `f` on every server at once; results in server order.
+    async fn on_all<'a, T>(&'a self, f: impl Fn(&'a Next) -> Fut<'a, T>) -> Vec<FsResult<T>> {
+        join_all(self.subvols.iter().map(f)).await
+    }
+
+    async fn on_rest<'a, T>(&'a self, f: impl Fn(&'a Next) -> Fut<'a, T>) -> Vec<FsResult<T>> {
+        join_all(self.rest().iter().map(f)).await
+    }
+
+    /// Server 0 created `name`; the others answered `rest`. On any failure,
+    /// undo the creations that succeeded and report the failure.
+    async fn finish_create(&self, parent: &Loc, name: &str, dir: bool, first: Attr, rest: Vec<FsResult<Attr>>) -> FsResult<Attr> {
+        if rest.iter().all(|r| r.is_ok()) {
+            let mut all = vec![first];
+            all.extend(rest.into_iter().map(|r| r.unwrap_or_else(|_| unreachable!())));
+            return merge_attrs(all);
+        }
+        let err = pick_error(rest.iter().filter_map(|r| r.as_ref().err().copied()));
+        let created: Vec<&Next> = std::iter::once(self.first())
+            .chain(self.rest().iter().zip(&rest).filter(|(_, r)| r.is_ok()).map(|(s, _)| s))
+            .collect();
+        for s in created {
+            let undo = if dir { s.rmdir(parent, name).await } else { s.unlink(parent, name).await };
+            if let Err(e) = undo {
+                tracing::error!(path = %parent.child(name).path, ?e, "stripe: rollback of a partial create failed; servers differ");
+            }
+        }
+        Err(err)
+    }
+
+    fn log_partial(&self, op: &str, path: &str, results: &[FsResult<impl Sized>]) {
+        if results.iter().any(|r| r.is_err()) {
+            tracing::error!(op, path, "stripe: operation failed on some servers after server 0 applied it; servers differ");
+        }
+    }
+}
+
+#[async_trait]
+impl Translator for Stripe {
+    fn name(&self) -> &str {
+        "stripe"
+    }
+
+    async fn lookup(&self, parent: &Loc, name: &str) -> FsResult<Attr> {
+        merge_attrs(all_ok(self.on_all(|s| s.lookup(parent, name)).await)?)
+    }
+
+    async fn getattr(&self, loc: &Loc) -> FsResult<Attr> {
+        merge_attrs(all_ok(self.on_all(|s| s.getattr(loc)).await)?)
+    }
+
+    async fn setattr(&self, loc: &Loc, set: &SetAttr) -> FsResult<Attr> {
+        // A truncate sets every copy to the new size: the copies stay sparse
+        // and the largest one (the merged size) is exactly the new size.
+        merge_attrs(all_ok(self.on_all(|s| s.setattr(loc, set)).await)?)
+    }
+
+    async fn readlink(&self, loc: &Loc) -> FsResult<String> {
+        self.first().readlink(loc).await
+    }
+
+    async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Attr> {
+        let first = self.first().mknod(parent, new, mode, rdev).await?;
+        let new = NewFile { fid: first.fid, ..new.clone() };
+        let rest = self.on_rest(|s| s.mknod(parent, &new, mode, rdev)).await;
+        self.finish_create(parent, &new.name, false, first, rest).await
+    }
+
+    async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Attr> {
+        let first = self.first().mkdir(parent, new).await?;
+        let new = NewFile { fid: first.fid, ..new.clone() };
+        let rest = self.on_rest(|s| s.mkdir(parent, &new)).await;
+        self.finish_create(parent, &new.name, true, first, rest).await
+    }
+
+    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
+        // Server 0 decides: if the file already existed there, its id wins and
+        // the other servers open (or create) the file under that same id.
+        let first = self.first().create(parent, new, flags).await?;
+        let new_rest = NewFile { fid: first.fid, exclusive: false, ..new.clone() };
+        let rest = self.on_rest(|s| s.create(parent, &new_rest, flags & !libc::O_EXCL)).await;
+        if new.exclusive || rest.iter().all(|r| r.is_ok()) {
+            return self.finish_create(parent, &new.name, false, first, rest).await;
+        }
+        // A non-exclusive create may have opened a file that existed before:
+        // never delete it, just report the failure.
+        Err(pick_error(rest.into_iter().filter_map(|r| r.err())))
+    }
+
+    async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Attr> {
+        let first = self.first().symlink(parent, new, target).await?;
+        let new = NewFile { fid: first.fid, ..new.clone() };
+        let rest = self.on_rest(|s| s.symlink(parent, &new, target)).await;
+        self.finish_create(parent, &new.name, false, first, rest).await
+    }
+
+    async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Attr> {
+        let first = self.first().link(loc, newparent, newname).await?;
+        let rest = self.on_rest(|s| s.link(loc, newparent, newname)).await;
+        self.finish_create(newparent, newname, false, first, rest).await
+    }
+
+    async fn unlink(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
+        let first = self.first().unlink(parent, name).await?;
+        let rest = self.on_rest(|s| s.unlink(parent, name)).await;
+        self.log_partial("unlink", &parent.child(name).path, &rest);
+        let rest = all_ok(rest)?;
+        merge_removed(first, rest)
+    }
+
+    async fn rmdir(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
+        let first = self.first().rmdir(parent, name).await?;
+        let rest = self.on_rest(|s| s.rmdir(parent, name)).await;
+        self.log_partial("rmdir", &parent.child(name).path, &rest);
+        all_ok(rest)?;
+        Ok(first)
+    }
+
+    async fn rename(&self, parent: &Loc, name: &str, newparent: &Loc, newname: &str, flags: RenameFlags) -> FsResult<Renamed> {
+        let first = self.first().rename(parent, name, newparent, newname, flags).await?;
+        let rest = self.on_rest(|s| s.rename(parent, name, newparent, newname, flags)).await;
+        self.log_partial("rename", &parent.child(name).path, &rest);
+        let rest = all_ok(rest)?;
+        let replaced = match first.replaced {
+            Some(r) => Some(merge_removed(r, rest.into_iter().filter_map(|x| x.replaced).collect())?),
+            None => None,
+        };
+        Ok(Renamed { moved: first.moved, replaced })
+    }
+
+    async fn open(&self, loc: &Loc, flags: i32) -> FsResult<()> {
+        all_ok(self.on_all(|s| s.open(loc, flags)).await).map(drop)
+    }
+
+    async fn release(&self, loc: &Loc) -> FsResult<()> {
+        all_ok(self.on_all(|s| s.release(loc)).await).map(drop)
+    }
+
+    async fn read(&self, loc: &Loc, offset: u64, size: u32) -> FsResult<Data> {
+        if self.subvols.len() == 1 {
+            return self.first().read(loc, offset, size).await;
+        }
+        let pieces = layout::pieces(offset, size as usize, self.unit, self.subvols.len());
+        let got = all_ok(join_all(pieces.iter().map(|p| self.subvols[p.server].read(loc, p.offset, p.len as u32))).await)?;
+        let last_full = match (pieces.last(), got.last()) {
+            (Some(p), Some(d)) => d.len() >= p.len,
+            _ => return Ok(Bytes::new()),
+        };
+        // Bytes that some server really returned end here; a short piece is a
+        // hole when a later byte exists, or the end of the file otherwise.
+        let data_end = pieces.iter().zip(&got).map(|(p, d)| p.buf_off + d.len()).max().unwrap_or(0);
+        let len = if last_full {
+            size as usize
+        } else {
+            // Which servers hold bytes past this range is unknown: ask them all.
+            let attr = self.getattr(loc).await?;
+            (attr.size.saturating_sub(offset).min(u64::from(size)) as usize).max(data_end)
+        };
+        if pieces.len() == 1 && len <= got[0].len() {
+            return Ok(got.into_iter().next().unwrap_or_default().slice(..len));
+        }
+        let mut buf = BytesMut::zeroed(len);
+        for (p, d) in pieces.iter().zip(&got) {
+            if p.buf_off >= len {
+                break;
+            }
+            let n = d.len().min(len - p.buf_off);
+            buf[p.buf_off..p.buf_off + n].copy_from_slice(&d[..n]);
+        }
+        Ok(buf.freeze())
+    }
+
+    async fn write(&self, loc: &Loc, offset: u64, data: Data) -> FsResult<WriteReply> {
+        if self.subvols.len() == 1 {
+            return self.first().write(loc, offset, data).await;
+        }
+        let pieces = layout::pieces(offset, data.len(), self.unit, self.subvols.len());
+        let replies = all_ok(
+            join_all(pieces.iter().map(|p| {
+                self.subvols[p.server].write(loc, p.offset, data.slice(p.buf_off..p.buf_off + p.len))
+            }))
+            .await,
+        )?;
+        // Report the contiguous prefix that landed (a short piece ends it).
+        let mut written = 0u32;
+        for (p, r) in pieces.iter().zip(&replies) {
+            written += r.written;
+            if (r.written as usize) < p.len {
+                break;
+            }
+        }
+        Ok(WriteReply { written, attr: None })
+    }
+
+    async fn flush(&self, loc: &Loc) -> FsResult<()> {
+        all_ok(self.on_all(|s| s.flush(loc)).await).map(drop)
+    }
+
+    async fn fsync(&self, loc: &Loc, datasync: bool) -> FsResult<()> {
+        all_ok(self.on_all(|s| s.fsync(loc, datasync)).await).map(drop)
+    }
+
+    async fn readdir(&self, loc: &Loc, cookie: u64, max: u32, plus: bool) -> FsResult<Vec<DirEntry>> {
+        let mut entries = self.first().readdir(loc, cookie, max, plus).await?;
+        if plus && self.subvols.len() > 1 {
+            // Server 0's attributes of a file are only its own copy's.
+            let merged = join_all(entries.iter().map(|e| async move {
+                match &e.attr {
+                    Some(a) if e.kind == FileKind::File => {
+                        let at = Loc { path: loc.child(&e.name).path, fid: Some(e.fid) };
+                        let rest = all_ok(self.on_rest(|s| s.getattr(&at)).await)?;
+                        let mut all = vec![a.clone()];
+                        all.extend(rest);
+                        merge_attrs(all).map(Some)
+                    }
+                    other => Ok(other.clone()),
+                }
+            }))
+            .await;
+            for (e, m) in entries.iter_mut().zip(merged) {
+                e.attr = m?;
+            }
+        }
+        Ok(entries)
+    }
+
+    async fn statfs(&self, loc: &Loc) -> FsResult<StatFs> {
+        merge_statfs(all_ok(self.on_all(|s| s.statfs(loc)).await)?)
+    }
+
+    async fn setxattr(&self, loc: &Loc, name: &str, value: &[u8], flags: XattrFlags) -> FsResult<()> {
+        all_ok(self.on_all(|s| s.setxattr(loc, name, value, flags)).await).map(drop)
+    }
+
+    async fn getxattr(&self, loc: &Loc, name: &str) -> FsResult<Data> {
+        self.first().getxattr(loc, name).await
+    }
+
+    async fn listxattr(&self, loc: &Loc) -> FsResult<Vec<String>> {
+        self.first().listxattr(loc).await
+    }
+
+    async fn removexattr(&self, loc: &Loc, name: &str) -> FsResult<()> {
+        all_ok(self.on_all(|s| s.removexattr(loc, name)).await).map(drop)
+    }
+}
+
+/// A removed file that keeps other links has merged remaining attributes.
+fn merge_removed(first: Removed, rest: Vec<Removed>) -> FsResult<Removed> {
+    let remaining = match first.remaining {
+        Some(a) => {
+            let mut all = vec![a];
+            all.extend(rest.into_iter().filter_map(|r| r.remaining));
+            Some(merge_attrs(all)?)
+        }
+        None => None,
+    };
+    Ok(Removed { fid: first.fid, remaining })
+}
