@@ -30,6 +30,7 @@ mod backend;
 pub mod client;
 pub mod config;
 mod http;
+pub mod lease;
 pub mod openapi;
 pub mod options;
 pub mod probe;

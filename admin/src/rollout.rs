@@ -107,8 +107,12 @@ pub async fn repair(servers: &dyn VolumeServers) -> Result<Rollout, AdminError> 
     Ok(Rollout { installed: auth, lagging })
 }
 
-/// Install `target` on server `i`. A server already past `target` is left
-/// alone (a newer change reached it first).
+/// Install `target` on server `i` (a lagging server); a server already past
+/// `target` is left alone (a newer change reached it first).
+pub async fn repair_server(servers: &dyn VolumeServers, i: usize, target: &CacheConfig) -> Result<(), String> {
+    bring_up_to_date(servers, i, target).await
+}
+
 async fn bring_up_to_date(servers: &dyn VolumeServers, i: usize, target: &CacheConfig) -> Result<(), String> {
     match servers.propose(i, target).await? {
         SetOutcome::Installed => Ok(()),
