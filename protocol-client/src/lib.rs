@@ -1,1 +1,28 @@
-//! protocol-client: The gateway's translator that speaks the storage RPC to one storage server (under construction).
+//! # protocol-client — the gateway's leaf translator for one storage server
+//!
+//! ```text
+//!  gateway: io-stats -> CMCache -> stripe -> protocol-client (one per server)
+//!                                            ══ RpcClient (TCP now, RDMA later) ══> protocol-server
+//! ```
+//!
+//! Each [`Translator`] call becomes one `wire::Request`, sent over any
+//! [`RpcClient`]; many calls share one multiplexed connection. Every reply
+//! carries the server's volume-config epoch: the client keeps the highest one
+//! seen in a `tokio::sync::watch` so the gateway notices a new cache config
+//! (node pool, block size) on the very next reply, and can fetch it with
+//! [`ProtocolClient::fetch_volume_config`].
+//!
+//! Faults: a call that does not complete within the op timeout (default
+//! 10 s), or whose connection fails, returns `EIO` to the caller; the next
+//! call reconnects (the transport does that). Nothing here ever hangs.
+
+mod client;
+mod translator;
+
+pub use client::{ClientError, ClientOptions, ProtocolClient, DEFAULT_OP_TIMEOUT};
+
+/// Connect to `addr` over TCP now (handshake + one config fetch), so a
+/// wrong address fails at start-up rather than on the first file operation.
+pub async fn connect(addr: &str, options: ClientOptions) -> Result<ProtocolClient, ClientError> {
+    ProtocolClient::connect(addr, options).await
+}

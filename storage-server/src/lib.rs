@@ -1,10 +1,225 @@
-//! storage-server (under construction: the owner of this crate replaces this file).
+//! # storage-server — `imca storage`, one brick of the volume
+//!
+//! Exports a directory over the storage RPC. The server graph:
+//!
+//! ```text
+//!  gateway protocol-client ══ TCP (transport::tcp) ══> protocol-server   (decode, metrics, epoch stamp)
+//!                                                      -> [slot: SMCache] (graph::server_translators)
+//!                                                      -> posix            (export dir, fd cache)
+//! ```
+//!
+//! Task model: the TCP server runs one reader and one writer task per
+//! connection and one task per request; posix moves every syscall to tokio's
+//! blocking pool (bounded by `max_blocking_threads`). The volume's cache
+//! config lives in `EXPORT/.imca/volume.json` ([`volume::Volume`]), is
+//! changed by compare-and-set over the wire, and its epoch is stamped on
+//! every reply.
+//!
+//! Embedding (tests, `imca up`): [`start`] binds, writes the ready file and
+//! returns a [`Server`] handle with the bound addresses; [`run`] is start +
+//! wait for a shutdown future; [`main`] adds a runtime and SIGINT/SIGTERM.
 
-/// Command-line arguments of this subcommand.
-#[derive(clap::Args, Debug)]
-pub struct Args {}
+pub mod graph;
+pub mod metrics;
+pub mod posix;
+pub mod protocol_server;
+pub mod volume;
 
-/// Entry point used by the `imca` binary; builds its own runtime.
-pub fn main(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("storage-server is not built yet")
+use anyhow::Context;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub use graph::{server_translators, SlotContext};
+pub use volume::Volume;
+
+/// Command-line arguments of `imca storage`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// Directory to export (must exist; IMCa keeps its state in DIR/.imca).
+    #[arg(long, value_name = "DIR")]
+    pub export: PathBuf,
+    /// Address for the storage RPC (port 0 picks a free one).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: String,
+    /// Serve Prometheus metrics on ADDR at /metrics.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
+    /// Write {"addr", "metrics", ...} here once listening.
+    #[arg(long, value_name = "PATH")]
+    pub ready_file: Option<PathBuf>,
+    /// Set the volume's cache-node pool (bumps the epoch when it changes).
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    pub cache_nodes: Option<Vec<String>>,
+    /// Set the volume's name (only meaningful before the volume is used).
+    #[arg(long, value_name = "NAME")]
+    pub volume: Option<String>,
+    /// Set the volume's cache block size in bytes (bumps the epoch when it changes).
+    #[arg(long, value_name = "BYTES")]
+    pub block_size: Option<u32>,
+    /// Largest number of data fds kept open.
+    #[arg(long, value_name = "N", default_value_t = posix::DEFAULT_FD_CACHE)]
+    pub fd_cache: usize,
+    /// Largest number of client connections served at once.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub max_connections: usize,
+    /// Threads for blocking file-system calls.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub io_threads: usize,
+}
+
+impl Args {
+    /// Defaults for an export, listening on 127.0.0.1:0 (tests, `imca up`).
+    pub fn new(export: impl Into<PathBuf>) -> Args {
+        Args {
+            export: export.into(),
+            listen: "127.0.0.1:0".into(),
+            metrics: None,
+            ready_file: None,
+            cache_nodes: None,
+            volume: None,
+            block_size: None,
+            fd_cache: posix::DEFAULT_FD_CACHE,
+            max_connections: 1024,
+            io_threads: 64,
+        }
+    }
+}
+
+/// A running storage server.
+pub struct Server {
+    pub addr: SocketAddr,
+    pub metrics_addr: Option<SocketAddr>,
+    pub volume: Arc<Volume>,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<()>,
+    metrics_task: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Stop accepting, let in-flight requests finish, close.
+    pub async fn shutdown(mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        let _ = (&mut self.task).await;
+        if let Some(m) = self.metrics_task.take() {
+            m.abort();
+            let _ = m.await;
+        }
+    }
+
+    /// Die abruptly: every connection is cut, nothing is drained (tests).
+    pub async fn kill(mut self) {
+        self.task.abort();
+        let _ = (&mut self.task).await;
+        if let Some(m) = self.metrics_task.take() {
+            m.abort();
+            let _ = m.await;
+        }
+    }
+}
+
+/// Open the export, bind the listeners, start serving, write the ready file.
+pub async fn start(args: Args) -> anyhow::Result<Server> {
+    let export = args.export.clone();
+    let posix_xl = Arc::new(posix::PosixTranslator::new(
+        posix::Posix::new(&export, args.fd_cache).with_context(|| format!("opening export {}", export.display()))?,
+    ));
+    let volume = Arc::new(Volume::open(&posix_xl.posix().meta_path()).context("opening the volume config")?);
+    if args.cache_nodes.is_some() || args.volume.is_some() || args.block_size.is_some() {
+        let c = volume.update(|c| {
+            if let Some(n) = &args.cache_nodes {
+                c.nodes = n.iter().filter(|s| !s.is_empty()).cloned().collect();
+            }
+            if let Some(v) = &args.volume {
+                c.volume = v.clone();
+            }
+            if let Some(b) = args.block_size {
+                c.block_size = b;
+            }
+        })?;
+        tracing::info!(epoch = c.epoch, nodes = ?c.nodes, "volume config");
+    }
+    let metrics = metrics::Metrics::new();
+    let top = graph::build(posix_xl.clone(), volume.clone()).await?;
+    let service = Arc::new(protocol_server::ProtocolServer::new(top, volume.clone(), metrics.clone()));
+
+    let listener =
+        tokio::net::TcpListener::bind(&args.listen).await.with_context(|| format!("binding {}", args.listen))?;
+    let addr = listener.local_addr()?;
+    let (metrics_addr, metrics_task) = match &args.metrics {
+        Some(m) => {
+            let l = tokio::net::TcpListener::bind(m).await.with_context(|| format!("binding metrics {m}"))?;
+            let a = l.local_addr()?;
+            let (mm, px) = (metrics.clone(), posix_xl.clone());
+            let refresh = move || mm.open_fds.set(px.posix().open_fds() as i64);
+            let task = tokio::spawn(async move {
+                if let Err(e) = metrics::serve(l, metrics.clone(), refresh, std::future::pending()).await {
+                    tracing::error!("metrics server failed: {e}");
+                }
+            });
+            (Some(a), Some(task))
+        }
+        None => (None, None),
+    };
+    let (stop, stop_rx) = oneshot::channel::<()>();
+    let opts = transport::tcp::ServerOptions { max_connections: args.max_connections, ..Default::default() };
+    let task = tokio::spawn(async move {
+        let shutdown = async {
+            let _ = stop_rx.await;
+        };
+        if let Err(e) = transport::tcp::serve(listener, service, opts, shutdown).await {
+            tracing::error!("storage RPC server failed: {e}");
+        }
+    });
+    tracing::info!(%addr, export = %export.display(), epoch = volume.epoch(), "storage server listening");
+    if let Some(path) = &args.ready_file {
+        let ready = serde_json::json!({
+            "addr": addr.to_string(),
+            "metrics": metrics_addr.map(metrics::url),
+            "export": export.display().to_string(),
+            "epoch": volume.epoch(),
+        });
+        write_ready(path, &ready).with_context(|| format!("writing ready file {}", path.display()))?;
+    }
+    Ok(Server { addr, metrics_addr, volume, stop: Some(stop), task, metrics_task })
+}
+
+/// Serve until `shutdown` completes, then stop gracefully.
+pub async fn run(args: Args, shutdown: impl std::future::Future<Output = ()>) -> anyhow::Result<()> {
+    let server = start(args).await?;
+    shutdown.await;
+    tracing::info!("storage server shutting down");
+    server.shutdown().await;
+    Ok(())
+}
+
+/// Entry point of `imca storage`.
+pub fn main(args: Args) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(args.io_threads.max(1))
+        .build()?;
+    rt.block_on(run(args, shutdown_signal()))
+}
+
+/// Completes on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("installing SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+/// PATH.tmp then rename, so readers never see a half-written file.
+pub fn write_ready(path: &std::path::Path, v: &serde_json::Value) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    std::fs::write(&tmp, serde_json::to_vec(v)?)?;
+    std::fs::rename(&tmp, path)
 }

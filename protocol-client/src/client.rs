@@ -1,0 +1,139 @@
+//! Connection handling, the call path and the volume-config accessors.
+
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use transport::tcp::{TcpClient, TcpClientOptions};
+use transport::{RpcClient, TransportError};
+use wire::{decode_reply, Reply, Request};
+use xlator::volume::CacheConfig;
+use xlator::{FsError, FsResult};
+
+pub const DEFAULT_OP_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Clone, Debug)]
+pub struct ClientOptions {
+    /// A call slower than this fails with EIO (connecting included).
+    pub op_timeout: Duration,
+    /// Bound on connecting + handshake.
+    pub connect_timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions { op_timeout: DEFAULT_OP_TIMEOUT, connect_timeout: Duration::from_secs(5) }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("storage server {addr}: {source}")]
+    Transport { addr: String, source: TransportError },
+    #[error("storage server {addr}: {source}")]
+    Fs { addr: String, source: FsError },
+}
+
+/// A leaf translator speaking the storage RPC to one server.
+pub struct ProtocolClient {
+    rpc: Arc<dyn RpcClient>,
+    op_timeout: Duration,
+    epoch: watch::Sender<u64>,
+    name: String,
+}
+
+impl ProtocolClient {
+    /// Over any transport.
+    pub fn new(rpc: Arc<dyn RpcClient>, options: &ClientOptions) -> ProtocolClient {
+        let name = format!("protocol-client({})", rpc.describe());
+        ProtocolClient { rpc, op_timeout: options.op_timeout, epoch: watch::Sender::new(0), name }
+    }
+
+    /// Over TCP, connecting on the first call.
+    pub fn lazy(addr: &str, options: ClientOptions) -> ProtocolClient {
+        ProtocolClient::new(Arc::new(TcpClient::new(addr, tcp_options(&options))), &options)
+    }
+
+    /// Over TCP, connected and with the volume epoch learned.
+    pub async fn connect(addr: &str, options: ClientOptions) -> Result<ProtocolClient, ClientError> {
+        let tcp = TcpClient::connect(addr, tcp_options(&options))
+            .await
+            .map_err(|source| ClientError::Transport { addr: addr.to_string(), source })?;
+        let c = ProtocolClient::new(Arc::new(tcp), &options);
+        c.fetch_volume_config().await.map_err(|source| ClientError::Fs { addr: addr.to_string(), source })?;
+        Ok(c)
+    }
+
+    /// The transport and peer, for logs and status.
+    pub fn describe(&self) -> String {
+        self.rpc.describe()
+    }
+
+    /// The highest volume-config epoch any reply has carried (0 = none yet).
+    pub fn epoch(&self) -> u64 {
+        *self.epoch.borrow()
+    }
+
+    /// Changes whenever a reply carries a newer epoch than seen before.
+    pub fn epoch_watch(&self) -> watch::Receiver<u64> {
+        self.epoch.subscribe()
+    }
+
+    pub async fn fetch_volume_config(&self) -> FsResult<CacheConfig> {
+        match self.call(Request::GetVolumeConfig {}, 0).await? {
+            Reply::Config { config, .. } => Ok(config),
+            other => Err(self.unexpected("get_volume_config", &other)),
+        }
+    }
+
+    /// Compare-and-set: accepted only if `config.epoch` is the server's
+    /// current epoch + 1. Returns (accepted, the server's config now).
+    pub async fn set_volume_config(&self, config: CacheConfig) -> FsResult<(bool, CacheConfig)> {
+        match self.call(Request::SetVolumeConfig { config }, 0).await? {
+            Reply::Config { accepted, config } => Ok((accepted, config)),
+            other => Err(self.unexpected("set_volume_config", &other)),
+        }
+    }
+
+    /// One round trip. Transport failures and timeouts become EIO.
+    pub(crate) async fn call(&self, req: Request, reply_bulk_max: usize) -> FsResult<Reply> {
+        let op = req.op();
+        let msg = req.encode();
+        let reply = match tokio::time::timeout(self.op_timeout, self.rpc.call(msg, reply_bulk_max)).await {
+            Ok(Ok(m)) => m,
+            Ok(Err(e)) => {
+                tracing::warn!(server = %self.rpc.describe(), op = op.name(), "storage call failed: {e}");
+                return Err(FsError::EIO);
+            }
+            Err(_) => {
+                tracing::warn!(server = %self.rpc.describe(), op = op.name(), "storage call timed out after {:?}", self.op_timeout);
+                return Err(FsError::EIO);
+            }
+        };
+        let r = decode_reply(&reply).map_err(|e| {
+            tracing::warn!(server = %self.rpc.describe(), op = op.name(), "undecodable reply: {e}");
+            FsError::EIO
+        })?;
+        self.epoch.send_if_modified(|cur| {
+            if r.epoch > *cur {
+                *cur = r.epoch;
+                true
+            } else {
+                false
+            }
+        });
+        r.result
+    }
+
+    pub(crate) fn unexpected(&self, op: &str, got: &Reply) -> FsError {
+        tracing::warn!(server = %self.rpc.describe(), op, "reply of the wrong kind: {got:?}");
+        FsError::EIO
+    }
+
+    pub(crate) fn label(&self) -> &str {
+        &self.name
+    }
+}
+
+fn tcp_options(o: &ClientOptions) -> TcpClientOptions {
+    TcpClientOptions { call_timeout: o.op_timeout, connect_timeout: o.connect_timeout.min(o.op_timeout), ..Default::default() }
+}

@@ -1,0 +1,357 @@
+//! # posix — the leaf translator: files in an export directory
+//!
+//! ```text
+//!  protocol-server -> [server translators] -> posix -> export dir on a local FS
+//! ```
+//!
+//! Layout of an export:
+//!
+//! ```text
+//!  EXPORT/                    the volume's files, as users see them
+//!  EXPORT/.imca/volume.json   the volume's cache config (see `volume`)
+//!  EXPORT/.imca/fids/ab/<fid> one extra hard link per non-directory, by file id
+//! ```
+//!
+//! Every file and directory carries its 128-bit file id in the xattr
+//! `user.imca.fid` (symlinks and special files, which Linux does not allow
+//! `user.*` xattrs on, use `trusted.imca.fid`). The per-fid hard links (the
+//! GlusterFS `.glusterfs` idea) let data operations find a file by id even
+//! after another gateway renamed it; the extra link is subtracted from the
+//! nlink users see, and `.imca` / `user.imca.*` are hidden from them.
+//!
+//! Confinement: client paths are validated (no `..`, `.`, empty or over-long
+//! components) and opened with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`;
+//! names are then used only with `*at` calls and `O_NOFOLLOW`, so neither
+//! `..` nor a symlink pointing out can reach outside the export.
+//!
+//! Task model: every call runs its syscalls on tokio's bounded blocking pool
+//! (`spawn_blocking`); the only shared state is the fd cache (one short
+//! mutex) — no global lock on the hot path.
+
+mod data;
+mod fdcache;
+mod namespace;
+mod sys;
+mod translator;
+
+pub use fdcache::FdCache;
+
+use std::io;
+use std::os::fd::{OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use sys::{err, raw, Stat};
+use xlator::{Attr, FileId, FileKind, Loc, Timestamp};
+
+/// The directory inside the export that holds IMCa's own state.
+pub const META_DIR: &str = ".imca";
+pub const FID_XATTR: &str = "user.imca.fid";
+/// Where ids of symlinks and special files live (`user.*` is refused there).
+pub const FID_XATTR_TRUSTED: &str = "trusted.imca.fid";
+/// The xattr namespace hidden from clients.
+pub const HIDDEN_XATTR_PREFIX: &str = "user.imca.";
+pub const DEFAULT_FD_CACHE: usize = 4096;
+/// Largest single read served (the transport's frame limit is larger).
+pub const MAX_READ: u32 = 32 * 1024 * 1024;
+
+/// The posix translator's state (shared with its blocking tasks).
+pub struct Posix {
+    export: PathBuf,
+    root: OwnedFd,
+    fids: OwnedFd,
+    fds: FdCache,
+    root_user: bool,
+}
+
+/// An object reached from a `Loc`: an `O_PATH` fd, its stat and its id.
+pub(crate) struct Obj {
+    fd: OwnedFd,
+    st: Stat,
+    fid: FileId,
+    /// whether a per-fid hard link exists (and so counts in st_nlink)
+    linked: bool,
+}
+
+impl Posix {
+    /// Open (and on first use, prepare) an export directory.
+    pub fn new(export: &Path, fd_cache: usize) -> io::Result<Posix> {
+        let root = sys::openat(libc::AT_FDCWD, &export.to_string_lossy(), libc::O_PATH | libc::O_DIRECTORY, 0)
+            .map_err(|e| io::Error::new(e.kind(), format!("export {}: {e}", export.display())))?;
+        let r = raw(&root);
+        ensure_dir(r, META_DIR)?;
+        let meta = sys::openat(r, META_DIR, libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)?;
+        ensure_dir(raw(&meta), "fids")?;
+        let fids = sys::openat(raw(&meta), "fids", libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)?;
+        for i in 0..256 {
+            ensure_dir(raw(&fids), &format!("{i:02x}"))?;
+        }
+        let root_fid = FileId::ROOT.to_hex();
+        match sys::setxattr(r, FID_XATTR, root_fid.as_bytes(), 0) {
+            Ok(()) => {}
+            Err(e) => return Err(io::Error::new(e.kind(), format!("export {}: cannot store file ids in xattrs: {e}", export.display()))),
+        }
+        Ok(Posix { export: export.to_path_buf(), root, fids, fds: FdCache::new(fd_cache), root_user: sys::euid_is_root() })
+    }
+
+    pub fn export(&self) -> &Path {
+        &self.export
+    }
+
+    /// Number of data fds held open right now.
+    pub fn open_fds(&self) -> usize {
+        self.fds.len()
+    }
+
+    fn root_fd(&self) -> RawFd {
+        raw(&self.root)
+    }
+
+    /// Resolve a location: by file id through its hard link when the id is
+    /// known (survives renames elsewhere), else by path beneath the root.
+    pub(crate) fn resolve(&self, loc: &Loc) -> io::Result<Obj> {
+        check_path(&loc.path)?;
+        if loc.fid == Some(FileId::ROOT) || loc.path.is_empty() {
+            let fd = sys::open_beneath(self.root_fd(), "", libc::O_PATH | libc::O_DIRECTORY)?;
+            let st = sys::fstat(raw(&fd))?;
+            return Ok(Obj { fd, st, fid: FileId::ROOT, linked: false });
+        }
+        if let Some(fid) = loc.fid {
+            match sys::openat(raw(&self.fids), &fid_link(fid), libc::O_PATH | libc::O_NOFOLLOW, 0) {
+                Ok(fd) => {
+                    let st = sys::fstat(raw(&fd))?;
+                    return Ok(Obj { fd, st, fid, linked: true });
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let fd = sys::open_beneath(self.root_fd(), &loc.path, libc::O_PATH | libc::O_NOFOLLOW)?;
+        let obj = self.obj(fd)?;
+        if let Some(want) = loc.fid {
+            if want != obj.fid {
+                // The name now holds another file: the one asked for is gone.
+                return Err(err(libc::ENOENT));
+            }
+        }
+        Ok(obj)
+    }
+
+    /// Resolve a location that must be a directory.
+    pub(crate) fn resolve_dir(&self, loc: &Loc) -> io::Result<Obj> {
+        let o = self.resolve(loc)?;
+        if kind_of(&o.st) != FileKind::Dir {
+            return Err(err(libc::ENOTDIR));
+        }
+        Ok(o)
+    }
+
+    /// `name` inside directory `dir` (not following a symlink).
+    pub(crate) fn child(&self, dir: &Obj, name: &str) -> io::Result<Obj> {
+        if dir.fid == FileId::ROOT && name == META_DIR {
+            return Err(err(libc::ENOENT));
+        }
+        let fd = sys::openat(raw(&dir.fd), name, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
+        self.obj(fd)
+    }
+
+    /// Build an `Obj` for an fd, assigning an id to a file that has none
+    /// (created behind IMCa's back).
+    fn obj(&self, fd: OwnedFd) -> io::Result<Obj> {
+        let st = sys::fstat(raw(&fd))?;
+        let kind = kind_of(&st);
+        match read_fid(raw(&fd), kind)? {
+            Some(fid) => Ok(Obj { fd, st, fid, linked: kind != FileKind::Dir && fid != FileId::ROOT }),
+            None => {
+                let (fid, linked) = self.assign_fid(raw(&fd), kind, &st)?;
+                let st = if linked { sys::fstat(raw(&fd))? } else { st };
+                Ok(Obj { fd, st, fid, linked })
+            }
+        }
+    }
+
+    fn assign_fid(&self, fd: RawFd, kind: FileKind, st: &Stat) -> io::Result<(FileId, bool)> {
+        let fid = FileId::from_random(sys::random_u128());
+        match sys::setxattr(fd, fid_xattr(kind), fid.to_hex().as_bytes(), libc::XATTR_CREATE) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                // Someone else assigned one meanwhile: use theirs.
+                let fid = read_fid(fd, kind)?.ok_or_else(|| err(libc::EIO))?;
+                return Ok((fid, kind != FileKind::Dir));
+            }
+            Err(e) => {
+                // No xattr support for this kind here (e.g. trusted.* without
+                // root): derive a stable id from the inode instead.
+                tracing::debug!("cannot store a file id ({e}); deriving one from the inode");
+                let fid = FileId(((st.st_dev as u128) << 64 | st.st_ino as u128) | (1u128 << 126));
+                return Ok((fid, false));
+            }
+        }
+        if kind == FileKind::Dir {
+            return Ok((fid, false));
+        }
+        self.link_fid(fd, fid)?;
+        Ok((fid, true))
+    }
+
+    /// Add the per-fid hard link of a new non-directory.
+    pub(crate) fn link_fid(&self, fd: RawFd, fid: FileId) -> io::Result<()> {
+        let name = fid_link(fid);
+        match sys::link_fd(fd, raw(&self.fids), &name) {
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                // A leftover of an earlier file with this id (an interrupted
+                // unlink): the new file wins.
+                sys::unlinkat(raw(&self.fids), &name, 0)?;
+                sys::link_fd(fd, raw(&self.fids), &name)
+            }
+            r => r,
+        }
+    }
+
+    /// Drop the per-fid link once only it is left (the file is gone).
+    pub(crate) fn unlink_fid_if_last(&self, fid: FileId) -> io::Result<Option<Attr>> {
+        let fd = match sys::openat(raw(&self.fids), &fid_link(fid), libc::O_PATH | libc::O_NOFOLLOW, 0) {
+            Ok(fd) => fd,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let st = sys::fstat(raw(&fd))?;
+        if st.st_nlink <= 1 {
+            sys::unlinkat(raw(&self.fids), &fid_link(fid), 0)?;
+            self.fds.remove(fid);
+            Ok(None)
+        } else {
+            Ok(Some(attr_of(&st, fid, true)))
+        }
+    }
+
+    pub(crate) fn attr(&self, o: &Obj) -> Attr {
+        attr_of(&o.st, o.fid, o.linked)
+    }
+
+    /// Refresh an object's stat after a change.
+    pub(crate) fn restat(&self, o: &mut Obj) -> io::Result<Attr> {
+        o.st = sys::fstat(raw(&o.fd))?;
+        Ok(self.attr(o))
+    }
+}
+
+fn ensure_dir(dir: RawFd, name: &str) -> io::Result<()> {
+    match sys::mkdirat(dir, name, 0o700) {
+        Err(e) if e.raw_os_error() != Some(libc::EEXIST) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// `.imca/fids/ab/<32 hex>` relative to the fids dir.
+fn fid_link(fid: FileId) -> String {
+    let h = fid.to_hex();
+    format!("{}/{}", &h[30..32], h)
+}
+
+fn fid_xattr(kind: FileKind) -> &'static str {
+    match kind {
+        FileKind::File | FileKind::Dir => FID_XATTR,
+        _ => FID_XATTR_TRUSTED,
+    }
+}
+
+fn read_fid(fd: RawFd, kind: FileKind) -> io::Result<Option<FileId>> {
+    let mut buf = [0u8; 64];
+    match sys::getxattr(fd, fid_xattr(kind), &mut buf) {
+        Ok(n) => Ok(std::str::from_utf8(&buf[..n]).ok().and_then(FileId::from_hex)),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENODATA) | Some(libc::ENOTSUP) | Some(libc::EPERM)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+pub(crate) fn kind_of(st: &Stat) -> FileKind {
+    match st.st_mode & libc::S_IFMT {
+        libc::S_IFREG => FileKind::File,
+        libc::S_IFDIR => FileKind::Dir,
+        libc::S_IFLNK => FileKind::Symlink,
+        _ => FileKind::Other,
+    }
+}
+
+fn attr_of(st: &Stat, fid: FileId, linked: bool) -> Attr {
+    let kind = kind_of(st);
+    let mut nlink = st.st_nlink as u32;
+    if linked {
+        nlink = nlink.saturating_sub(1).max(1);
+    }
+    if fid == FileId::ROOT {
+        nlink = nlink.saturating_sub(1).max(2); // the hidden .imca directory
+    }
+    let ts = |s: i64, n: i64| Timestamp { secs: s, nsecs: n as u32 };
+    Attr {
+        fid,
+        kind,
+        size: st.st_size as u64,
+        blocks: st.st_blocks as u64,
+        perm: st.st_mode & 0o7777,
+        nlink,
+        uid: st.st_uid,
+        gid: st.st_gid,
+        rdev: st.st_rdev as u32,
+        atime: ts(st.st_atime, st.st_atime_nsec),
+        mtime: ts(st.st_mtime, st.st_mtime_nsec),
+        ctime: ts(st.st_ctime, st.st_ctime_nsec),
+    }
+}
+
+/// A single name as a client may use it.
+pub(crate) fn check_name(name: &str) -> io::Result<()> {
+    if name.len() > 255 {
+        return Err(err(libc::ENAMETOOLONG));
+    }
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
+        return Err(err(libc::EINVAL));
+    }
+    Ok(())
+}
+
+/// A relative path as a client may send it: `a/b/c`, no `.`/`..`/empty parts,
+/// nothing under the hidden `.imca`.
+pub(crate) fn check_path(path: &str) -> io::Result<()> {
+    if path.is_empty() {
+        return Ok(());
+    }
+    if path.len() >= libc::PATH_MAX as usize {
+        return Err(err(libc::ENAMETOOLONG));
+    }
+    for (i, c) in path.split('/').enumerate() {
+        check_name(c)?;
+        if i == 0 && c == META_DIR {
+            return Err(err(libc::ENOENT));
+        }
+    }
+    Ok(())
+}
+
+/// A name that may be created or renamed to inside `dir`.
+pub(crate) fn check_new_name(dir: &Obj, name: &str) -> io::Result<()> {
+    check_name(name)?;
+    if dir.fid == FileId::ROOT && name == META_DIR {
+        return Err(err(libc::EPERM));
+    }
+    Ok(())
+}
+
+impl Posix {
+    pub(crate) fn fds(&self) -> &FdCache {
+        &self.fds
+    }
+    pub(crate) fn root_user(&self) -> bool {
+        self.root_user
+    }
+    pub(crate) fn meta_path(&self) -> PathBuf {
+        self.export.join(META_DIR)
+    }
+}
+
+pub use translator::PosixTranslator;
+
+/// Convenience: the posix leaf for `export` as a translator.
+pub fn posix(export: &Path, fd_cache: usize) -> io::Result<Arc<PosixTranslator>> {
+    Ok(Arc::new(PosixTranslator::new(Posix::new(export, fd_cache)?)))
+}

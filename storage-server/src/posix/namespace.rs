@@ -1,0 +1,238 @@
+//! Namespace operations (synchronous; run on the blocking pool).
+
+use super::sys::{self, err, raw};
+use super::{check_name, check_new_name, kind_of, Obj, Posix};
+use std::io;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+use xlator::*;
+
+impl Posix {
+    pub fn lookup(&self, parent: &Loc, name: &str) -> io::Result<Attr> {
+        check_name(name)?;
+        let dir = self.resolve_dir(parent)?;
+        let o = self.child(&dir, name)?;
+        Ok(self.attr(&o))
+    }
+
+    pub fn getattr(&self, loc: &Loc) -> io::Result<Attr> {
+        let o = self.resolve(loc)?;
+        Ok(self.attr(&o))
+    }
+
+    pub fn setattr(&self, loc: &Loc, set: &SetAttr) -> io::Result<Attr> {
+        let mut o = self.resolve(loc)?;
+        let fd = raw(&o.fd);
+        if let Some(size) = set.size {
+            match kind_of(&o.st) {
+                FileKind::File => {}
+                FileKind::Dir => return Err(err(libc::EISDIR)),
+                _ => return Err(err(libc::EINVAL)),
+            }
+            let data = self.data_fd_of(&o)?;
+            sys::ftruncate(raw(&data), size)?;
+        }
+        if set.uid.is_some() || set.gid.is_some() {
+            sys::chown_fd(fd, set.uid, set.gid)?;
+        }
+        if let Some(perm) = set.perm {
+            sys::chmod_fd(fd, perm & 0o7777)?;
+        }
+        if set.atime.is_some() || set.mtime.is_some() {
+            let conv = |t: Option<TimeSet>| {
+                t.map(|t| match t {
+                    TimeSet::Now => None,
+                    TimeSet::At(ts) => Some((ts.secs, ts.nsecs)),
+                })
+            };
+            sys::utimens_fd(fd, conv(set.atime), conv(set.mtime))?;
+        }
+        self.restat(&mut o)
+    }
+
+    pub fn readlink(&self, loc: &Loc) -> io::Result<String> {
+        let o = self.resolve(loc)?;
+        if kind_of(&o.st) != FileKind::Symlink {
+            return Err(err(libc::EINVAL));
+        }
+        let t = sys::readlink_fd(raw(&o.fd))?;
+        String::from_utf8(t).map_err(|_| err(libc::EILSEQ))
+    }
+
+    pub fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> io::Result<Attr> {
+        let dir = self.resolve_dir(parent)?;
+        check_new_name(&dir, &new.name)?;
+        let fmt = mode & libc::S_IFMT;
+        if !matches!(fmt, libc::S_IFIFO | libc::S_IFSOCK | libc::S_IFCHR | libc::S_IFBLK | libc::S_IFREG | 0) {
+            return Err(err(libc::EINVAL));
+        }
+        let fmt = if fmt == 0 { libc::S_IFREG } else { fmt };
+        sys::mknodat(raw(&dir.fd), &new.name, fmt | (new.perm & 0o7777), rdev as u64)?;
+        self.finish_create(&dir, new, None)
+    }
+
+    pub fn mkdir(&self, parent: &Loc, new: &NewFile) -> io::Result<Attr> {
+        let dir = self.resolve_dir(parent)?;
+        check_new_name(&dir, &new.name)?;
+        sys::mkdirat(raw(&dir.fd), &new.name, new.perm & 0o7777)?;
+        self.finish_create(&dir, new, None)
+    }
+
+    pub fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> io::Result<Attr> {
+        let dir = self.resolve_dir(parent)?;
+        check_new_name(&dir, &new.name)?;
+        let base = libc::O_RDWR | libc::O_NOFOLLOW;
+        match sys::openat(raw(&dir.fd), &new.name, base | libc::O_CREAT | libc::O_EXCL, new.perm & 0o7777) {
+            Ok(fd) => self.finish_create(&dir, new, Some(fd)),
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) && !new.exclusive && flags & libc::O_EXCL == 0 => {
+                // open(O_CREAT) of an existing file opens it, as a local FS would.
+                let mut o = self.child(&dir, &new.name)?;
+                match kind_of(&o.st) {
+                    FileKind::Dir => return Err(err(libc::EISDIR)),
+                    FileKind::Symlink => return Err(err(libc::ELOOP)),
+                    _ => {}
+                }
+                if flags & libc::O_TRUNC != 0 && kind_of(&o.st) == FileKind::File {
+                    let data = self.data_fd_of(&o)?;
+                    sys::ftruncate(raw(&data), 0)?;
+                    return self.restat(&mut o);
+                }
+                Ok(self.attr(&o))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    pub fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> io::Result<Attr> {
+        let dir = self.resolve_dir(parent)?;
+        check_new_name(&dir, &new.name)?;
+        if target.is_empty() {
+            return Err(err(libc::ENOENT));
+        }
+        if target.len() >= libc::PATH_MAX as usize {
+            return Err(err(libc::ENAMETOOLONG));
+        }
+        sys::symlinkat(target, raw(&dir.fd), &new.name)?;
+        self.finish_create(&dir, new, None)
+    }
+
+    /// Owner, permissions, id and per-fid link of a just-created object; on
+    /// failure the new name is removed again so nothing half-made remains.
+    fn finish_create(&self, dir: &Obj, new: &NewFile, data: Option<OwnedFd>) -> io::Result<Attr> {
+        let r = self.try_finish_create(dir, new, data);
+        if r.is_err() {
+            let is_dir = sys::fstatat(raw(&dir.fd), &new.name).map(|st| kind_of(&st) == FileKind::Dir).unwrap_or(false);
+            let _ = sys::unlinkat(raw(&dir.fd), &new.name, if is_dir { libc::AT_REMOVEDIR } else { 0 });
+        }
+        r
+    }
+
+    fn try_finish_create(&self, dir: &Obj, new: &NewFile, data: Option<OwnedFd>) -> io::Result<Attr> {
+        let fd = sys::openat(raw(&dir.fd), &new.name, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
+        let st = sys::fstat(raw(&fd))?;
+        let kind = kind_of(&st);
+        if self.root_user() {
+            sys::chown_fd(raw(&fd), Some(new.owner.uid), Some(new.owner.gid))?;
+        }
+        if kind != FileKind::Symlink {
+            // mkdirat/mknodat/openat applied our umask; set exactly what was asked.
+            sys::chmod_fd(raw(&fd), new.perm & 0o7777)?;
+        }
+        let xname = super::fid_xattr(kind);
+        let linked = match sys::setxattr(raw(&fd), xname, new.fid.to_hex().as_bytes(), 0) {
+            Ok(()) => {
+                if kind != FileKind::Dir {
+                    self.link_fid(raw(&fd), new.fid)?;
+                }
+                kind != FileKind::Dir
+            }
+            Err(e) if kind == FileKind::File || kind == FileKind::Dir => return Err(e),
+            Err(e) => {
+                tracing::debug!("no id stored on {} ({e})", new.name);
+                false
+            }
+        };
+        if let Some(d) = data {
+            self.fds().insert(new.fid, Arc::new(d));
+        }
+        let mut o = Obj { fd, st, fid: new.fid, linked };
+        self.restat(&mut o)
+    }
+
+    pub fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> io::Result<Attr> {
+        let mut o = self.resolve(loc)?;
+        if kind_of(&o.st) == FileKind::Dir {
+            return Err(err(libc::EPERM));
+        }
+        let dir = self.resolve_dir(newparent)?;
+        check_new_name(&dir, newname)?;
+        sys::link_fd(raw(&o.fd), raw(&dir.fd), newname)?;
+        self.restat(&mut o)
+    }
+
+    pub fn unlink(&self, parent: &Loc, name: &str) -> io::Result<Removed> {
+        check_name(name)?;
+        let dir = self.resolve_dir(parent)?;
+        let o = self.child(&dir, name)?;
+        if kind_of(&o.st) == FileKind::Dir {
+            return Err(err(libc::EISDIR));
+        }
+        sys::unlinkat(raw(&dir.fd), name, 0)?;
+        let remaining = self.after_last_name_removed(&o)?;
+        Ok(Removed { fid: o.fid, remaining })
+    }
+
+    pub fn rmdir(&self, parent: &Loc, name: &str) -> io::Result<Removed> {
+        check_name(name)?;
+        let dir = self.resolve_dir(parent)?;
+        let o = self.child(&dir, name)?;
+        if kind_of(&o.st) != FileKind::Dir {
+            return Err(err(libc::ENOTDIR));
+        }
+        sys::unlinkat(raw(&dir.fd), name, libc::AT_REMOVEDIR)?;
+        Ok(Removed { fid: o.fid, remaining: None })
+    }
+
+    /// After a name of `o` went away: its attributes if other names remain,
+    /// else `None` (and its per-fid link and cached fd are dropped).
+    fn after_last_name_removed(&self, o: &Obj) -> io::Result<Option<Attr>> {
+        if o.linked {
+            return self.unlink_fid_if_last(o.fid);
+        }
+        let st = sys::fstat(raw(&o.fd))?;
+        Ok(if st.st_nlink > 0 { Some(super::attr_of(&st, o.fid, false)) } else { None })
+    }
+
+    pub fn rename(&self, parent: &Loc, name: &str, newparent: &Loc, newname: &str, flags: RenameFlags) -> io::Result<Renamed> {
+        check_name(name)?;
+        let from = self.resolve_dir(parent)?;
+        let to = self.resolve_dir(newparent)?;
+        check_new_name(&to, newname)?;
+        let src = self.child(&from, name)?;
+        let dst = match self.child(&to, newname) {
+            Ok(o) => Some(o),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => None,
+            Err(e) => return Err(e),
+        };
+        if flags.noreplace && flags.exchange {
+            return Err(err(libc::EINVAL));
+        }
+        let mut f = 0;
+        if flags.noreplace {
+            f |= libc::RENAME_NOREPLACE;
+        }
+        if flags.exchange {
+            f |= libc::RENAME_EXCHANGE;
+        }
+        sys::renameat2(raw(&from.fd), name, raw(&to.fd), newname, f)?;
+        let replaced = match dst {
+            Some(d) if !flags.exchange && (d.st.st_ino, d.st.st_dev) != (src.st.st_ino, src.st.st_dev) => {
+                let remaining =
+                    if kind_of(&d.st) == FileKind::Dir { None } else { self.after_last_name_removed(&d)? };
+                Some(Removed { fid: d.fid, remaining })
+            }
+            _ => None,
+        };
+        Ok(Renamed { moved: src.fid, replaced })
+    }
+}

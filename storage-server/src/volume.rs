@@ -1,0 +1,145 @@
+//! The volume's cache configuration as this storage server keeps it:
+//! persisted in `EXPORT/.imca/volume.json`, published through a
+//! `tokio::sync::watch` channel (SMCache and the protocol-server subscribe),
+//! and changed only by compare-and-set on the epoch.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use tokio::sync::watch;
+use xlator::volume::CacheConfig;
+
+pub const VOLUME_FILE: &str = "volume.json";
+
+pub struct Volume {
+    path: PathBuf,
+    tx: Arc<watch::Sender<CacheConfig>>,
+    /// serialises persist + publish, so the file and the channel agree
+    write: Mutex<()>,
+}
+
+impl Volume {
+    /// Load `meta_dir/volume.json`, or create it with the defaults.
+    pub fn open(meta_dir: &Path) -> io::Result<Volume> {
+        let path = meta_dir.join(VOLUME_FILE);
+        let config = match std::fs::read(&path) {
+            Ok(b) => serde_json::from_slice(&b)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let c = CacheConfig::default();
+                persist(&path, &c)?;
+                c
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(Volume { path, tx: Arc::new(watch::Sender::new(config)), write: Mutex::new(()) })
+    }
+
+    pub fn current(&self) -> CacheConfig {
+        self.tx.borrow().clone()
+    }
+
+    pub fn epoch(&self) -> u64 {
+        self.tx.borrow().epoch
+    }
+
+    /// The sender side, for translators that need to publish or hold it.
+    pub fn sender(&self) -> Arc<watch::Sender<CacheConfig>> {
+        self.tx.clone()
+    }
+
+    pub fn subscribe(&self) -> watch::Receiver<CacheConfig> {
+        self.tx.subscribe()
+    }
+
+    /// Accept `new` only if its epoch is exactly the current one plus one
+    /// and it is valid; answer (accepted, the config kept now).
+    pub fn compare_and_set(&self, new: CacheConfig) -> io::Result<(bool, CacheConfig)> {
+        let _g = self.write.lock().unwrap();
+        let cur = self.current();
+        if new.epoch != cur.epoch.wrapping_add(1) || validate(&new).is_err() {
+            return Ok((false, cur));
+        }
+        persist(&self.path, &new)?;
+        self.tx.send_replace(new.clone());
+        Ok((true, new))
+    }
+
+    /// Apply a local change (e.g. `--cache-nodes`); bumps the epoch if the
+    /// config actually changed.
+    pub fn update(&self, f: impl FnOnce(&mut CacheConfig)) -> io::Result<CacheConfig> {
+        let _g = self.write.lock().unwrap();
+        let cur = self.current();
+        let mut new = cur.clone();
+        f(&mut new);
+        new.epoch = cur.epoch;
+        if new == cur {
+            return Ok(cur);
+        }
+        validate(&new).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        new.epoch = cur.epoch + 1;
+        persist(&self.path, &new)?;
+        self.tx.send_replace(new.clone());
+        Ok(new)
+    }
+}
+
+/// The rules every config must follow (DESIGN.md: block size).
+pub fn validate(c: &CacheConfig) -> Result<(), String> {
+    if !c.block_size.is_power_of_two() || c.block_size < 256 {
+        return Err(format!("block size {} is not a power of two >= 256", c.block_size));
+    }
+    if c.volume.is_empty() || c.volume.len() > 64 || c.volume.bytes().any(|b| b <= b' ' || b == b':' || b == 0x7f) {
+        return Err(format!("volume name {:?} must be 1-64 printable characters without spaces or ':'", c.volume));
+    }
+    Ok(())
+}
+
+/// Write-then-rename, so a crash leaves the old or the new file, never half.
+fn persist(path: &Path, c: &CacheConfig) -> io::Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    let body = serde_json::to_vec_pretty(c).map_err(io::Error::other)?;
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&body)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compare_and_set_and_persist() {
+        let d = tempfile::tempdir().unwrap();
+        let v = Volume::open(d.path()).unwrap();
+        assert_eq!(v.epoch(), 1);
+        let mut rx = v.subscribe();
+        let mut c = v.current();
+        c.block_size = 4096;
+        c.epoch = 3; // not current + 1
+        let (ok, kept) = v.compare_and_set(c.clone()).unwrap();
+        assert!(!ok);
+        assert_eq!(kept.epoch, 1);
+        c.epoch = 2;
+        assert!(v.compare_and_set(c.clone()).unwrap().0);
+        assert!(rx.has_changed().unwrap());
+        assert_eq!(rx.borrow_and_update().block_size, 4096);
+        // Invalid block size refused even with the right epoch.
+        let mut bad = v.current();
+        bad.epoch = 3;
+        bad.block_size = 1000;
+        assert!(!v.compare_and_set(bad).unwrap().0);
+        // Survives a restart.
+        drop(v);
+        let v = Volume::open(d.path()).unwrap();
+        assert_eq!(v.current(), c);
+        // update bumps only on change
+        let c2 = v.update(|c| c.nodes = vec!["a:1".into()]).unwrap();
+        assert_eq!(c2.epoch, 3);
+        assert_eq!(v.update(|c| c.nodes = vec!["a:1".into()]).unwrap().epoch, 3);
+    }
+}
