@@ -85,8 +85,8 @@ impl ProtocolClient {
         }
     }
 
-    /// Compare-and-set: accepted only if `config.epoch` is the server's
-    /// current epoch + 1. Returns (accepted, the server's config now).
+    /// Compare-and-set: accepted only if `config.epoch` is newer than the
+    /// server's current epoch. Returns (accepted, the server's config now).
     pub async fn set_volume_config(&self, config: CacheConfig) -> FsResult<(bool, CacheConfig)> {
         match self.call(Request::SetVolumeConfig { config }, 0).await? {
             Reply::Config { accepted, config } => Ok((accepted, config)),

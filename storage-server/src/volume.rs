@@ -52,12 +52,16 @@ impl Volume {
         self.tx.subscribe()
     }
 
-    /// Accept `new` only if its epoch is exactly the current one plus one
-    /// and it is valid; answer (accepted, the config kept now).
+    /// Accept `new` only if its epoch is newer than the current one and it
+    /// is valid; answer (accepted, the config kept now). Changes are always
+    /// proposed as (epoch read from server 0) + 1, so two changes based on
+    /// the same epoch cannot both win; "newer" rather than "exactly + 1" lets
+    /// a server that missed several changes (down meanwhile) be brought
+    /// straight to the authority's config (admin::rollout::repair).
     pub fn compare_and_set(&self, new: CacheConfig) -> io::Result<(bool, CacheConfig)> {
         let _g = self.write.lock().unwrap();
         let cur = self.current();
-        if new.epoch != cur.epoch.wrapping_add(1) || validate(&new).is_err() {
+        if new.epoch <= cur.epoch || validate(&new).is_err() {
             return Ok((false, cur));
         }
         persist(&self.path, &new)?;
@@ -120,7 +124,7 @@ mod tests {
         let mut rx = v.subscribe();
         let mut c = v.current();
         c.block_size = 4096;
-        c.epoch = 3; // not current + 1
+        c.epoch = 1; // not newer than the current epoch
         let (ok, kept) = v.compare_and_set(c.clone()).unwrap();
         assert!(!ok);
         assert_eq!(kept.epoch, 1);

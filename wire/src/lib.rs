@@ -21,8 +21,8 @@
 //!
 //! The volume-config messages (`GetVolumeConfig`, `SetVolumeConfig`) travel on
 //! the same connection: the server accepts a new config only when its epoch is
-//! exactly the current one plus one (compare-and-set), and otherwise answers
-//! with the config it keeps.
+//! newer than the current one (compare-and-set on the epoch), and otherwise
+//! answers with the config it keeps.
 
 mod codec;
 mod reply;
