@@ -13,7 +13,7 @@
 //!  storage replies ──stamp(server, epoch)──┐
 //!                                          v
 //!  refresher task ── get(0) every lease/2 ─> watch<Option<Arc<CacheConfig>>> ──> CMCache
-//!        └─ a server stamping an older epoch ─> rollout::repair_server
+//!        └─ every few reads, and for a server stamping an older epoch: rollout::repair
 //! ```
 //!
 //! Servers that switch to a new config must keep the *old* epoch's keys
@@ -29,6 +29,9 @@ use std::time::Duration;
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 use xlator::volume::CacheConfig;
+
+/// Every this many refreshes, every server's config is checked (and repaired).
+const REPAIR_EVERY: u64 = 4;
 
 /// What a consumer sees: the config to use, or `None` = bypass the bank.
 pub type Held = Option<Arc<CacheConfig>>;
@@ -123,6 +126,7 @@ async fn refresher(
     // still paces the retries.
     let mut last: Arc<CacheConfig> = shared.tx.borrow().clone().expect("started with a config");
     let addrs = servers.addrs();
+    let mut reads: u64 = 0;
     loop {
         let lease = lease_of(&last);
         let next_read = Instant::now() + lease / 2;
@@ -160,6 +164,16 @@ async fn refresher(
             changed
         });
         last = cfg.clone();
+        reads += 1;
+        if reads % REPAIR_EVERY == 0 {
+            // A server that was down during a change never stamps anything
+            // newer; look at every server now and then.
+            if let Ok(r) = rollout::repair(servers.as_ref()).await {
+                for (addr, why) in r.lagging {
+                    tracing::debug!(server = %addr, error = %why, "storage server lags the volume config");
+                }
+            }
+        }
         // Servers that stamped an older epoch missed a change: bring them up.
         for (i, s) in shared.stamps.iter().enumerate().skip(1) {
             let e = s.load(Ordering::Relaxed);
@@ -255,14 +269,14 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_server_stamping_an_old_epoch_is_repaired() {
+    async fn a_server_that_missed_a_change_is_repaired() {
         let f = fake();
         let lease = start(f.clone(), std::future::pending()).await.unwrap();
         // Server 1 misses a change (installed on the authority only).
         let next = CacheConfig { epoch: 2, block_size: 4096, ..f.get(0).await.unwrap() };
         f.propose(0, &next).await.unwrap();
-        lease.stamp(1, 1);
-        tokio::time::sleep(Duration::from_millis(120)).await;
+        let _ = lease;
+        tokio::time::sleep(Duration::from_millis(50 * REPAIR_EVERY + 20)).await;
         assert_eq!(f.get(1).await.unwrap().epoch, 2);
     }
 }

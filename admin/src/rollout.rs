@@ -35,9 +35,8 @@ pub trait VolumeServers: Send + Sync {
     fn addrs(&self) -> Vec<String>;
     async fn get(&self, server: usize) -> Result<CacheConfig, String>;
     /// Ask `server` to install `new` (SetVolumeConfig). A server accepts a
-    /// config only if its epoch is newer than the one it holds (the wire
-    /// rule: exactly one newer; see `wire`), so two changes computed from the
-    /// same epoch cannot both be accepted.
+    /// config only if its epoch is newer than the one it holds (see `wire`),
+    /// so two changes computed from the same epoch cannot both be accepted.
     async fn propose(&self, server: usize, new: &CacheConfig) -> Result<SetOutcome, String>;
 }
 
@@ -118,7 +117,7 @@ async fn bring_up_to_date(servers: &dyn VolumeServers, i: usize, target: &CacheC
         SetOutcome::Installed => Ok(()),
         SetOutcome::Stale(cur) if cur.epoch >= target.epoch => Ok(()),
         SetOutcome::Stale(cur) => Err(format!(
-            "server holds epoch {} and refused epoch {} (it accepts only the next epoch)",
+            "server holds epoch {} and refused epoch {} (invalid there?)",
             cur.epoch, target.epoch
         )),
     }
