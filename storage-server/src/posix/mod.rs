@@ -110,7 +110,7 @@ impl Posix {
     /// known (survives renames elsewhere), else by path beneath the root.
     pub(crate) fn resolve(&self, loc: &Loc) -> io::Result<Obj> {
         check_path(&loc.path)?;
-        if loc.fid == Some(FileId::ROOT) || loc.path.is_empty() {
+        if loc.fid == Some(FileId::ROOT) || (loc.path.is_empty() && loc.fid.is_none()) {
             let fd = sys::open_beneath(self.root_fd(), "", libc::O_PATH | libc::O_DIRECTORY)?;
             let st = sys::fstat(raw(&fd))?;
             return Ok(Obj { fd, st, fid: FileId::ROOT, linked: false });
@@ -126,7 +126,12 @@ impl Posix {
             }
         }
         let fd = sys::open_beneath(self.root_fd(), &loc.path, libc::O_PATH | libc::O_NOFOLLOW)?;
-        let obj = self.obj(fd)?;
+        let obj = if loc.path.is_empty() {
+            let st = sys::fstat(raw(&fd))?;
+            Obj { fd, st, fid: FileId::ROOT, linked: false }
+        } else {
+            self.obj(fd)?
+        };
         if let Some(want) = loc.fid {
             if want != obj.fid {
                 // The name now holds another file: the one asked for is gone.
