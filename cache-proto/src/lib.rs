@@ -1,1 +1,38 @@
-//! cache-proto: memcached text, meta and binary protocol parse/compose; no I/O (under construction).
+//! # cache-proto — memcached's wire protocols, parse and compose, no I/O
+//!
+//! ```text
+//!  client bytes ──> [cache-node session] ──parse──> text::Frame / binary::Request
+//!                         │                              │
+//!                         └──── compose replies <── store results
+//! ```
+//!
+//! Three protocols share one TCP port; a connection's first byte decides
+//! (0x80 = binary, anything else = text, whose `m?` commands are the meta
+//! protocol). Every parser works on a byte slice and answers
+//! [`Parse::Done`]`(frame, used)`, [`Parse::Incomplete`] (read more, keep the
+//! bytes) or [`Parse::Close`] (memcached would drop the connection). Frames
+//! borrow keys and values from the input, so parsing allocates nothing per
+//! value. Error replies are memcached 1.6's exact strings, produced here and
+//! only here.
+
+pub mod binary;
+pub mod meta;
+pub mod num;
+pub mod text;
+
+/// memcached's key length limit (`KEY_MAX_LENGTH`).
+pub const MAX_KEY_LEN: usize = 250;
+
+/// Outcome of parsing the start of a buffer.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Parse<T> {
+    /// A frame and how many bytes of the input it used.
+    Done(T, usize),
+    /// Not enough bytes yet; nothing was consumed.
+    Incomplete,
+    /// The connection must be closed (memcached does so for this input).
+    Close,
+}
+
+/// First byte of a binary-protocol request.
+pub const BINARY_REQ_MAGIC: u8 = 0x80;

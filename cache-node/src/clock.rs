@@ -1,0 +1,58 @@
+//! Server time the way memcached keeps it: seconds since (just before) start,
+//! so expiry times fit in a u32. `advance` lets tests skip ahead without
+//! sleeping.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// memcached's `REALTIME_MAXDELTA`: larger exptimes are absolute unix times.
+pub const MAX_DELTA: i64 = 60 * 60 * 24 * 30;
+
+pub struct Clock {
+    start: Instant,
+    /// unix time corresponding to server time 0
+    process_started: i64,
+    offset: AtomicU32,
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        let unix = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
+        // Like memcached, start the clock a little after 0 so that "1" is in the past.
+        Clock { start: Instant::now(), process_started: unix - 2, offset: AtomicU32::new(0) }
+    }
+}
+
+impl Clock {
+    /// Current server time in seconds.
+    pub fn now(&self) -> u32 {
+        self.start.elapsed().as_secs() as u32 + 2 + self.offset.load(Ordering::Relaxed)
+    }
+
+    pub fn unix_now(&self) -> i64 {
+        self.process_started + i64::from(self.now())
+    }
+
+    pub fn advance(&self, secs: u32) {
+        self.offset.fetch_add(secs, Ordering::Relaxed);
+    }
+
+    /// memcached's `realtime()`: a client exptime to server time
+    /// (0 = never; negative = already expired; > 30 days = unix time).
+    pub fn realtime(&self, exptime: i32) -> u32 {
+        let e = i64::from(exptime);
+        if e == 0 {
+            return 0;
+        }
+        let e = if e < 0 { MAX_DELTA + 1 } else { e };
+        if e > MAX_DELTA {
+            if e <= self.process_started {
+                1
+            } else {
+                (e - self.process_started).min(u32::MAX as i64) as u32
+            }
+        } else {
+            (e + i64::from(self.now())) as u32
+        }
+    }
+}

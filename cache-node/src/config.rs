@@ -1,0 +1,132 @@
+//! Command-line flags (memcached's names and meanings) and the node config.
+
+use std::path::PathBuf;
+
+pub const DEFAULT_PORT: u16 = 11211;
+pub const DEFAULT_MEMORY_MB: usize = 64;
+pub const DEFAULT_MAX_CONNS: usize = 1024;
+pub const DEFAULT_THREADS: usize = 4;
+pub const DEFAULT_ITEM_MAX: usize = 1 << 20;
+/// What memcached reports as its version (clients parse it); ours is appended in `stats`.
+pub const VERSION: &str = "1.6.18";
+
+/// `imca cache-node` flags: memcached's, plus `--metrics` and `--ready-file`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// TCP port to listen on (0 = pick a free one)
+    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// interface to listen on
+    #[arg(short = 'l', long = "listen", default_value = "0.0.0.0")]
+    pub listen: String,
+    /// item memory in megabytes (keys, values and per-item overhead)
+    #[arg(short = 'm', long = "memory-limit", default_value_t = DEFAULT_MEMORY_MB)]
+    pub memory_mb: usize,
+    /// max simultaneous connections
+    #[arg(short = 'c', long = "conn-limit", default_value_t = DEFAULT_MAX_CONNS)]
+    pub max_conns: usize,
+    /// number of worker threads
+    #[arg(short = 't', long = "threads", default_value_t = DEFAULT_THREADS)]
+    pub threads: usize,
+    /// max item size, with k/m suffix (default 1m)
+    #[arg(short = 'I', long = "max-item-size", default_value = "1m", value_parser = parse_size)]
+    pub item_max: usize,
+    /// UDP port; only 0 (off) is supported
+    #[arg(short = 'U', long = "udp-port", default_value_t = 0)]
+    pub udp_port: u16,
+    /// user to run as (accepted for compatibility; ignored unless root, and we never switch)
+    #[arg(short = 'u', long = "user")]
+    pub user: Option<String>,
+    /// verbose (repeat for more)
+    #[arg(short = 'v', action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// serve Prometheus /metrics on this address (host:port)
+    #[arg(long = "metrics")]
+    pub metrics: Option<String>,
+    /// write {"addr":..,"metrics":..} here once listening
+    #[arg(long = "ready-file")]
+    pub ready_file: Option<PathBuf>,
+}
+
+/// `1048576`, `1024k`, `1m` (memcached's -I syntax).
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let s = s.trim();
+    let (num, mul) = match s.as_bytes().last() {
+        Some(b'k' | b'K') => (&s[..s.len() - 1], 1024),
+        Some(b'm' | b'M') => (&s[..s.len() - 1], 1024 * 1024),
+        _ => (s, 1),
+    };
+    let n: usize = num.parse().map_err(|_| format!("bad size {s:?}"))?;
+    let v = n * mul;
+    if v < 1024 {
+        return Err("item max size cannot be less than 1024 bytes".into());
+    }
+    if v > 1024 * 1024 * 1024 {
+        return Err("cannot set item size limit higher than 1 gigabyte".into());
+    }
+    Ok(v)
+}
+
+/// Everything `run` needs; build it from [`Args`] or by hand in tests.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// host:port to bind (port 0 = any free port)
+    pub listen: String,
+    pub memory_bytes: usize,
+    pub max_conns: usize,
+    pub threads: usize,
+    pub item_max: usize,
+    pub metrics: Option<String>,
+    pub ready_file: Option<PathBuf>,
+    pub verbose: u8,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: format!("127.0.0.1:{DEFAULT_PORT}"),
+            memory_bytes: DEFAULT_MEMORY_MB << 20,
+            max_conns: DEFAULT_MAX_CONNS,
+            threads: DEFAULT_THREADS,
+            item_max: DEFAULT_ITEM_MAX,
+            metrics: None,
+            ready_file: None,
+            verbose: 0,
+        }
+    }
+}
+
+impl Config {
+    /// A node on 127.0.0.1 with a free port, for tests.
+    pub fn local() -> Config {
+        Config { listen: "127.0.0.1:0".into(), ..Config::default() }
+    }
+
+    /// The largest value accepted: the item limit minus memcached's item
+    /// header, CAS and the "\r\n" it stores with the value.
+    pub fn max_value(&self) -> usize {
+        self.item_max.saturating_sub(48 + 8 + 2 + 1)
+    }
+}
+
+impl TryFrom<&Args> for Config {
+    type Error = anyhow::Error;
+    fn try_from(a: &Args) -> anyhow::Result<Config> {
+        if a.udp_port != 0 {
+            tracing::warn!("UDP is not supported; -U {} ignored", a.udp_port);
+        }
+        anyhow::ensure!(a.threads > 0, "number of threads must be greater than 0");
+        anyhow::ensure!(a.max_conns > 0, "-c must be greater than 0");
+        let host = if a.listen.contains(':') && !a.listen.starts_with('[') { format!("[{}]", a.listen) } else { a.listen.clone() };
+        Ok(Config {
+            listen: format!("{host}:{}", a.port),
+            memory_bytes: a.memory_mb.max(1) << 20,
+            max_conns: a.max_conns,
+            threads: a.threads,
+            item_max: a.item_max,
+            metrics: a.metrics.clone(),
+            ready_file: a.ready_file.clone(),
+            verbose: a.verbose,
+        })
+    }
+}

@@ -1,0 +1,119 @@
+//! Executes text-protocol frames (meta commands go to `exec_meta`).
+
+use cache_proto::text::{reply, Command, Frame, StoreOp, NON_NUMERIC, TOO_LARGE};
+
+use crate::config::VERSION;
+use crate::node::{ArithResult, StoreResult};
+use crate::session::{After, Session};
+use crate::stats::C;
+
+impl Session {
+    pub(crate) fn exec_text(&mut self, frame: Frame<'_>, out: &mut Vec<u8>) -> After {
+        match frame {
+            Frame::Error { reply: r, noreply, swallow } => {
+                self.cnt.inc(C::ClientErrors);
+                if !noreply {
+                    reply::line(out, r);
+                }
+                if swallow > 0 {
+                    After::Swallow(swallow)
+                } else {
+                    After::Continue
+                }
+            }
+            Frame::TooLarge { cmd, swallow } => {
+                match &cmd {
+                    Command::Store { op, key, noreply, .. } => {
+                        self.node.too_large(&mut self.cnt, *op == StoreOp::Set, key);
+                        if !noreply {
+                            reply::line(out, TOO_LARGE);
+                        }
+                    }
+                    Command::Meta(m) => {
+                        let set = m.mode().is_none_or(|c| c == b'S');
+                        self.node.too_large(&mut self.cnt, set, &m.key);
+                        reply::line(out, TOO_LARGE);
+                    }
+                    _ => {}
+                }
+                After::Swallow(swallow)
+            }
+            Frame::Request { cmd, data } => self.exec_command(cmd, data, out),
+        }
+    }
+
+    fn exec_command(&mut self, cmd: Command<'_>, data: &[u8], out: &mut Vec<u8>) -> After {
+        let node = self.node.clone();
+        let clock = &node.store.clock;
+        match cmd {
+            Command::Get { keys, cas, touch } => {
+                let touch = touch.map(|e| clock.realtime(e));
+                for key in keys {
+                    if let Some((v, flags, c)) = node.get(&mut self.cnt, key, touch) {
+                        reply::value(out, key, flags, &v, cas.then_some(c));
+                    }
+                }
+                reply::line(out, "END");
+            }
+            Command::Store { op, key, flags, exptime, cas, noreply, .. } => {
+                let r = node.store(&mut self.cnt, op, key, flags, clock.realtime(exptime), data, cas);
+                if !noreply {
+                    reply::line(
+                        out,
+                        match r {
+                            StoreResult::Stored(_) => "STORED",
+                            StoreResult::NotStored => "NOT_STORED",
+                            StoreResult::Exists => "EXISTS",
+                            StoreResult::NotFound => "NOT_FOUND",
+                        },
+                    );
+                }
+            }
+            Command::Delete { key, noreply } => {
+                let r = node.delete(&mut self.cnt, key, 0);
+                if !noreply {
+                    reply::line(out, if r == StoreResult::NotFound { "NOT_FOUND" } else { "DELETED" });
+                }
+            }
+            Command::Arith { incr, key, delta, noreply } => {
+                let r = node.arith(&mut self.cnt, incr, key, delta, None, 0);
+                if !noreply {
+                    match r {
+                        ArithResult::Value(v, _) => {
+                            reply::push_u64(out, v);
+                            out.extend_from_slice(b"\r\n");
+                        }
+                        ArithResult::NotFound | ArithResult::Exists => reply::line(out, "NOT_FOUND"),
+                        ArithResult::NonNumeric => reply::line(out, NON_NUMERIC),
+                    }
+                }
+            }
+            Command::Touch { key, exptime, noreply } => {
+                let hit = node.touch(&mut self.cnt, key, clock.realtime(exptime));
+                if !noreply {
+                    reply::line(out, if hit { "TOUCHED" } else { "NOT_FOUND" });
+                }
+            }
+            Command::FlushAll { delay, noreply } => {
+                node.flush_all(&mut self.cnt, delay);
+                if !noreply {
+                    reply::line(out, "OK");
+                }
+            }
+            Command::Stats { args } => crate::stats_reply::stats(&node, &args, out),
+            Command::Version => {
+                out.extend_from_slice(b"VERSION ");
+                reply::line(out, VERSION);
+            }
+            Command::Verbosity { noreply } => {
+                if !noreply {
+                    reply::line(out, "OK");
+                }
+            }
+            Command::Quit => return After::Close,
+            Command::Shutdown => reply::line(out, "ERROR: shutdown not enabled"),
+            Command::Meta(m) => return self.exec_meta(m, data, out),
+        }
+        After::Continue
+    }
+}

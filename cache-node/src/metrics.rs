@@ -1,0 +1,107 @@
+//! Prometheus metrics (`--metrics ADDR`, path `/metrics`).
+//!
+//! Counters are not bumped on the request path: at scrape time they are
+//! brought up to the node's own `stats` counters (which sessions already
+//! batch), so metrics cost nothing per request except the latency histogram,
+//! which sessions also buffer locally.
+
+use std::sync::Arc;
+
+use prometheus::{Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
+
+use crate::node::Node;
+use crate::stats::C;
+
+pub struct Metrics {
+    registry: Registry,
+    pub latency: Histogram,
+    ops: IntCounterVec,
+    evictions: IntCounter,
+    items: IntGauge,
+    bytes: IntGauge,
+    limit: IntGauge,
+    connections: IntGauge,
+    connections_total: IntCounter,
+}
+
+/// (op, result, counter)
+const OPS: &[(&str, &str, C)] = &[
+    ("get", "hit", C::GetHits),
+    ("get", "miss", C::GetMisses),
+    ("store", "stored", C::Stored),
+    ("store", "not_stored", C::NotStored),
+    ("store", "exists", C::Exists),
+    ("store", "not_found", C::NotFound),
+    ("store", "too_large", C::StoreTooLarge),
+    ("delete", "hit", C::DeleteHits),
+    ("delete", "miss", C::DeleteMisses),
+    ("incr", "hit", C::IncrHits),
+    ("incr", "miss", C::IncrMisses),
+    ("decr", "hit", C::DecrHits),
+    ("decr", "miss", C::DecrMisses),
+    ("touch", "hit", C::TouchHits),
+    ("touch", "miss", C::TouchMisses),
+    ("cas", "hit", C::CasHits),
+    ("cas", "miss", C::CasMisses),
+    ("cas", "badval", C::CasBadval),
+    ("flush", "ok", C::CmdFlush),
+    ("request", "client_error", C::ClientErrors),
+];
+
+impl Metrics {
+    pub fn new() -> prometheus::Result<Metrics> {
+        let registry = Registry::new();
+        let latency = Histogram::with_opts(
+            HistogramOpts::new(
+                "imca_cache_node_request_duration_seconds",
+                "time to parse and execute one request (excluding network)",
+            )
+            .buckets(prometheus::exponential_buckets(1e-6, 4.0, 10)?),
+        )?;
+        let ops = IntCounterVec::new(Opts::new("imca_cache_node_ops_total", "requests by op and result"), &["op", "result"])?;
+        let evictions = IntCounter::new("imca_cache_node_evictions_total", "items evicted to stay under -m")?;
+        let items = IntGauge::new("imca_cache_node_items", "items currently stored")?;
+        let bytes = IntGauge::new("imca_cache_node_bytes", "bytes charged against -m (keys, values, overhead)")?;
+        let limit = IntGauge::new("imca_cache_node_limit_bytes", "the -m limit in bytes")?;
+        let connections = IntGauge::new("imca_cache_node_connections", "open client connections")?;
+        let connections_total = IntCounter::new("imca_cache_node_connections_total", "accepted client connections")?;
+        registry.register(Box::new(latency.clone()))?;
+        registry.register(Box::new(ops.clone()))?;
+        registry.register(Box::new(evictions.clone()))?;
+        registry.register(Box::new(items.clone()))?;
+        registry.register(Box::new(bytes.clone()))?;
+        registry.register(Box::new(limit.clone()))?;
+        registry.register(Box::new(connections.clone()))?;
+        registry.register(Box::new(connections_total.clone()))?;
+        Ok(Metrics { registry, latency, ops, evictions, items, bytes, limit, connections, connections_total })
+    }
+
+    /// Brings every metric up to date with the node and renders the text format.
+    pub fn render(&self, node: &Node) -> String {
+        use std::sync::atomic::Ordering::Relaxed;
+        let up = |c: &IntCounter, v: u64| c.inc_by(v.saturating_sub(c.get()));
+        for &(op, result, c) in OPS {
+            up(&self.ops.with_label_values(&[op, result]), node.stats.get(c));
+        }
+        up(&self.evictions, node.store.evictions.load(Relaxed));
+        up(&self.connections_total, node.stats.total_connections.load(Relaxed));
+        self.items.set(node.store.items() as i64);
+        self.bytes.set(node.store.bytes() as i64);
+        self.limit.set(node.store.limit() as i64);
+        self.connections.set(node.stats.curr_connections.load(Relaxed) as i64);
+        let mut buf = Vec::new();
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buf);
+        String::from_utf8(buf).unwrap_or_default()
+    }
+}
+
+/// The axum app serving `/metrics`.
+pub fn router(node: Arc<Node>) -> axum::Router {
+    axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let node = node.clone();
+            async move { node.metrics.as_ref().map(|m| m.render(&node)).unwrap_or_default() }
+        }),
+    )
+}

@@ -1,0 +1,254 @@
+//! The node: store + stats + settings, and the memcached semantics every
+//! protocol shares (store modes, CAS, incr/decr, touch, delete).
+
+use bytes::Bytes;
+use cache_proto::num::item_number;
+use cache_proto::text::StoreOp;
+
+use crate::config::Config;
+use crate::metrics::Metrics;
+use crate::stats::{Counters, Stats, C};
+use crate::store::{Item, Store};
+
+/// One cache node's shared state; sessions hold an `Arc<Node>`.
+pub struct Node {
+    pub store: Store,
+    pub stats: Stats,
+    pub config: Config,
+    pub metrics: Option<Metrics>,
+    /// the port we actually bound (for `stats settings`)
+    pub port: std::sync::atomic::AtomicU32,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum StoreResult {
+    Stored(u64),
+    NotStored,
+    Exists,
+    NotFound,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum ArithResult {
+    Value(u64, u64),
+    NotFound,
+    NonNumeric,
+    Exists,
+}
+
+impl Node {
+    pub fn new(config: Config) -> Node {
+        let shards = (config.threads * 16).clamp(16, 1024);
+        Node {
+            store: Store::new(config.memory_bytes, shards),
+            stats: Stats::default(),
+            metrics: None,
+            config,
+            port: Default::default(),
+        }
+    }
+
+    /// set/add/replace/append/prepend/cas. `cas_in` != 0 turns set (and
+    /// binary append/prepend/replace) into compare-and-swap, as in memcached.
+    #[allow(clippy::too_many_arguments)]
+    pub fn store(
+        &self,
+        cnt: &mut Counters,
+        op: StoreOp,
+        key: &[u8],
+        flags: u32,
+        exptime: u32,
+        data: &[u8],
+        cas_in: u64,
+    ) -> StoreResult {
+        cnt.inc(C::CmdSet);
+        let max = self.config.max_value();
+        let r = self.store.with(key, |slot| {
+            let now = slot.now;
+            let cur = slot.get();
+            let cur_cas = cur.as_ref().map(|i| i.cas);
+            if op == StoreOp::Cas || (cas_in != 0 && op != StoreOp::Add) {
+                match cur_cas {
+                    None => {
+                        if op == StoreOp::Cas {
+                            cnt.inc(C::CasMisses);
+                        }
+                        return StoreResult::NotFound;
+                    }
+                    Some(c) if c != cas_in => {
+                        if op == StoreOp::Cas {
+                            cnt.inc(C::CasBadval);
+                        }
+                        return StoreResult::Exists;
+                    }
+                    Some(_) => {
+                        if op == StoreOp::Cas {
+                            cnt.inc(C::CasHits);
+                        }
+                    }
+                }
+            }
+            let item = match op {
+                StoreOp::Add if cur.is_some() => return StoreResult::NotStored,
+                StoreOp::Replace | StoreOp::Append | StoreOp::Prepend if cur.is_none() => {
+                    return StoreResult::NotStored
+                }
+                StoreOp::Append | StoreOp::Prepend => {
+                    let old = cur.unwrap();
+                    if old.value.len() + data.len() > max {
+                        return StoreResult::NotStored;
+                    }
+                    let mut v = Vec::with_capacity(old.value.len() + data.len());
+                    if op == StoreOp::Append {
+                        v.extend_from_slice(&old.value);
+                        v.extend_from_slice(data);
+                    } else {
+                        v.extend_from_slice(data);
+                        v.extend_from_slice(&old.value);
+                    }
+                    let (f, e) = (old.flags, old.exptime);
+                    Item::new(Bytes::from(v), f, e, now, 0)
+                }
+                _ => Item::new(Bytes::copy_from_slice(data), flags, exptime, now, 0),
+            };
+            let cas = slot.next_cas();
+            slot.put(Item { cas, ..item });
+            StoreResult::Stored(cas)
+        });
+        cnt.inc(match r {
+            StoreResult::Stored(_) => C::Stored,
+            StoreResult::NotStored => C::NotStored,
+            StoreResult::Exists => C::Exists,
+            StoreResult::NotFound => C::NotFound,
+        });
+        r
+    }
+
+    /// A value over the item limit arrived: memcached drops the old item for `set`.
+    pub fn too_large(&self, cnt: &mut Counters, is_set: bool, key: &[u8]) {
+        cnt.inc(C::StoreTooLarge);
+        if is_set {
+            self.store.with(key, |slot| slot.remove());
+        }
+    }
+
+    /// incr/decr with memcached's rules: 64-bit wrap on incr, floor 0 on decr,
+    /// the new number written in place (space padded) when it is not longer.
+    /// `create` = (initial value, exptime) makes a missing key spring into being.
+    pub fn arith(
+        &self,
+        cnt: &mut Counters,
+        incr: bool,
+        key: &[u8],
+        delta: u64,
+        create: Option<(u64, u32)>,
+        cas_in: u64,
+    ) -> ArithResult {
+        let r = self.store.with(key, |slot| {
+            let now = slot.now;
+            let Some(it) = slot.get() else {
+                return match create {
+                    Some((initial, exptime)) => {
+                        let cas = slot.next_cas();
+                        slot.put(Item::new(Bytes::from(initial.to_string()), 0, exptime, now, cas));
+                        ArithResult::Value(initial, cas)
+                    }
+                    None => ArithResult::NotFound,
+                };
+            };
+            if cas_in != 0 && it.cas != cas_in {
+                return ArithResult::Exists;
+            }
+            let Some(v) = item_number(&it.value) else { return ArithResult::NonNumeric };
+            let nv = if incr { v.wrapping_add(delta) } else { v.saturating_sub(delta) };
+            let mut s = nv.to_string().into_bytes();
+            let old_len = it.value.len();
+            if s.len() <= old_len {
+                s.resize(old_len, b' ');
+            }
+            let cas = slot.next_cas();
+            if let Some(it) = slot.peek() {
+                it.cas = cas;
+                it.time = now;
+            }
+            slot.set_value(Bytes::from(s));
+            ArithResult::Value(nv, cas)
+        });
+        let (hit, miss) = if incr { (C::IncrHits, C::IncrMisses) } else { (C::DecrHits, C::DecrMisses) };
+        match r {
+            ArithResult::NotFound => cnt.inc(miss),
+            ArithResult::Value(..) => cnt.inc(hit),
+            _ => {}
+        }
+        r
+    }
+
+    /// delete; `cas_in` != 0 deletes only that version.
+    pub fn delete(&self, cnt: &mut Counters, key: &[u8], cas_in: u64) -> StoreResult {
+        let r = self.store.with(key, |slot| match slot.get() {
+            None => StoreResult::NotFound,
+            Some(it) if cas_in != 0 && it.cas != cas_in => StoreResult::Exists,
+            Some(_) => {
+                slot.remove();
+                StoreResult::Stored(0)
+            }
+        });
+        cnt.inc(if r == StoreResult::NotFound { C::DeleteMisses } else { C::DeleteHits });
+        r
+    }
+
+    /// touch: new exptime (already converted to server time).
+    pub fn touch(&self, cnt: &mut Counters, key: &[u8], exptime: u32) -> bool {
+        cnt.inc(C::CmdTouch);
+        let hit = self.store.with(key, |slot| match slot.get() {
+            Some(it) => {
+                it.exptime = exptime;
+                true
+            }
+            None => false,
+        });
+        cnt.inc(if hit { C::TouchHits } else { C::TouchMisses });
+        hit
+    }
+
+    /// get / gat: (value, flags, cas) of a live item.
+    pub fn get(&self, cnt: &mut Counters, key: &[u8], touch: Option<u32>) -> Option<(Bytes, u32, u64)> {
+        cnt.inc(C::CmdGet);
+        if touch.is_some() {
+            cnt.inc(C::CmdTouch);
+        }
+        let r = self.store.with(key, |slot| {
+            let now = slot.now;
+            let it = slot.get()?;
+            if let Some(e) = touch {
+                it.exptime = e;
+            }
+            it.fetched = true;
+            it.atime = now;
+            Some((it.value.clone(), it.flags, it.cas))
+        });
+        match (r.is_some(), touch.is_some()) {
+            (true, false) => cnt.inc(C::GetHits),
+            (false, false) => cnt.inc(C::GetMisses),
+            (true, true) => {
+                cnt.inc(C::GetHits);
+                cnt.inc(C::TouchHits)
+            }
+            (false, true) => {
+                cnt.inc(C::GetMisses);
+                cnt.inc(C::TouchMisses)
+            }
+        }
+        r
+    }
+
+    /// flush_all with memcached's delay rule (<= 0: now).
+    pub fn flush_all(&self, cnt: &mut Counters, delay: i32) {
+        cnt.inc(C::CmdFlush);
+        if delay > 0 {
+            self.store.flush(Some(self.store.clock.realtime(delay)));
+        } else {
+            self.store.flush(None);
+        }
+    }
+}

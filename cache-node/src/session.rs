@@ -1,0 +1,110 @@
+//! A connection's request processing, independent of any socket.
+//!
+//! Bytes in, bytes out: the owner of a connection (the TCP listener here, an
+//! RDMA listener elsewhere) appends what it read to `input`, calls
+//! [`Session::process`], writes `out` back to the peer, and closes the
+//! connection when told to. The protocol is chosen by the first byte, as in
+//! memcached. Requests are answered strictly in order, so pipelining works.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::{Buf, BytesMut};
+use cache_proto::{binary, text, Parse, BINARY_REQ_MAGIC};
+
+use crate::node::Node;
+use crate::stats::{Counters, C};
+
+/// What the owner of the connection should do after [`Session::process`].
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum Progress {
+    /// Write `out`, then read more.
+    Continue,
+    /// Write `out`, then close the connection.
+    Close,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Proto {
+    Text,
+    Binary,
+}
+
+pub struct Session {
+    pub(crate) node: Arc<Node>,
+    proto: Option<Proto>,
+    /// bytes of a refused data block still to discard
+    swallow: usize,
+    pub(crate) cnt: Counters,
+    latency: Option<prometheus::local::LocalHistogram>,
+}
+
+/// What executing one frame asks of the session.
+pub(crate) enum After {
+    Continue,
+    Swallow(usize),
+    Close,
+}
+
+impl Session {
+    pub fn new(node: Arc<Node>) -> Session {
+        let latency = node.metrics.as_ref().map(|m| m.latency.local());
+        Session { node, proto: None, swallow: 0, cnt: Counters::default(), latency }
+    }
+
+    /// Consumes every complete request at the front of `input` (leaving a
+    /// partial one in place) and appends the replies to `out`.
+    pub fn process(&mut self, input: &mut BytesMut, out: &mut Vec<u8>) -> Progress {
+        let before = out.len();
+        let in_len = input.len();
+        let progress = self.run(input, out);
+        // bytes_read counts what we consumed; a partial request counts next time.
+        self.cnt.add(C::BytesRead, (in_len - input.len()) as u64);
+        self.cnt.add(C::BytesWritten, (out.len() - before) as u64);
+        self.node.stats.flush(&mut self.cnt);
+        if let Some(l) = &self.latency {
+            l.flush();
+        }
+        progress
+    }
+
+    fn run(&mut self, input: &mut BytesMut, out: &mut Vec<u8>) -> Progress {
+        let max_value = self.node.config.max_value();
+        loop {
+            if self.swallow > 0 {
+                let n = self.swallow.min(input.len());
+                input.advance(n);
+                self.swallow -= n;
+                if self.swallow > 0 {
+                    return Progress::Continue;
+                }
+            }
+            if input.is_empty() {
+                return Progress::Continue;
+            }
+            let proto = *self.proto.get_or_insert(if input[0] == BINARY_REQ_MAGIC { Proto::Binary } else { Proto::Text });
+            let t0 = self.latency.as_ref().map(|_| Instant::now());
+            let (after, used) = match proto {
+                Proto::Text => match text::parse(input, max_value) {
+                    Parse::Incomplete => return Progress::Continue,
+                    Parse::Close => return Progress::Close,
+                    Parse::Done(frame, used) => (self.exec_text(frame, out), used),
+                },
+                Proto::Binary => match binary::parse(input, max_value) {
+                    Parse::Incomplete => return Progress::Continue,
+                    Parse::Close => return Progress::Close,
+                    Parse::Done(frame, used) => (self.exec_binary(frame, out), used),
+                },
+            };
+            input.advance(used);
+            if let (Some(l), Some(t0)) = (&self.latency, t0) {
+                l.observe(t0.elapsed().as_secs_f64());
+            }
+            match after {
+                After::Continue => {}
+                After::Swallow(n) => self.swallow = n,
+                After::Close => return Progress::Close,
+            }
+        }
+    }
+}

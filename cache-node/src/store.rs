@@ -1,0 +1,309 @@
+//! The item store: a byte-bounded LRU, sharded so that connections on
+//! different threads rarely contend.
+//!
+//! Each shard is an `lru::LruCache` behind its own mutex; a global atomic
+//! counts the bytes of all shards (key + value + [`ITEM_OVERHEAD`]). When an
+//! insert pushes the total over the limit, the inserting shard evicts from
+//! its own LRU tail first (hash-spread keys make each shard's tail about as
+//! old as the global tail), then from the other shards, one lock at a time.
+//! Expired and flushed items are dropped lazily when touched, or when they
+//! reach a tail.
+
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use bytes::Bytes;
+use lru::LruCache;
+
+use crate::clock::Clock;
+
+/// Per-item bookkeeping charged against `-m` besides key and value (about
+/// memcached's item header plus our hash/LRU node).
+pub const ITEM_OVERHEAD: usize = 80;
+
+#[derive(Clone, Debug)]
+pub struct Item {
+    pub value: Bytes,
+    pub flags: u32,
+    /// server time; 0 = never
+    pub exptime: u32,
+    /// server time of the last store (for flush_all with delay)
+    pub time: u32,
+    /// server time of the last access
+    pub atime: u32,
+    pub cas: u64,
+    pub fetched: bool,
+    /// meta: invalidated (md I / ms I), and whether a win token was handed out
+    pub stale: bool,
+    pub win_sent: bool,
+}
+
+impl Item {
+    pub fn new(value: Bytes, flags: u32, exptime: u32, now: u32, cas: u64) -> Item {
+        Item { value, flags, exptime, time: now, atime: now, cas, fetched: false, stale: false, win_sent: false }
+    }
+}
+
+fn charge(key_len: usize, item: &Item) -> usize {
+    key_len + item.value.len() + ITEM_OVERHEAD
+}
+
+pub struct Shard {
+    lru: LruCache<Box<[u8]>, Item>,
+    bytes: usize,
+}
+
+/// What happened in a shard during one access, for byte accounting.
+pub struct Slot<'s> {
+    shard: &'s mut Shard,
+    store: &'s Store,
+    key: &'s [u8],
+    pub now: u32,
+}
+
+impl Slot<'_> {
+    fn live(&self, it: &Item) -> bool {
+        if it.exptime != 0 && it.exptime <= self.now {
+            return false;
+        }
+        let oldest = self.store.oldest_live.load(Ordering::Relaxed);
+        !(oldest != 0 && oldest <= self.now && it.time <= oldest)
+    }
+
+    /// The live item, bumped to most-recently-used; expired/flushed items are removed.
+    pub fn get(&mut self) -> Option<&mut Item> {
+        self.lookup(true)
+    }
+
+    /// Like `get` without the LRU bump (meta `u` flag).
+    pub fn peek(&mut self) -> Option<&mut Item> {
+        self.lookup(false)
+    }
+
+    fn lookup(&mut self, bump: bool) -> Option<&mut Item> {
+        let alive = self.shard.lru.peek(self.key).map(|it| self.live(it))?;
+        if !alive {
+            self.remove();
+            return None;
+        }
+        if bump {
+            self.shard.lru.get_mut(self.key)
+        } else {
+            self.shard.lru.peek_mut(self.key)
+        }
+    }
+
+    /// Inserts or replaces the item (most recently used).
+    pub fn put(&mut self, item: Item) {
+        let add = charge(self.key.len(), &item);
+        let old = self.shard.lru.put(self.key.into(), item);
+        let sub = old.map_or(0, |o| charge(self.key.len(), &o));
+        if old_is_none(sub) {
+            self.store.items.fetch_add(1, Ordering::Relaxed);
+        }
+        self.shard.bytes = self.shard.bytes + add - sub;
+        self.store.used.fetch_add(add, Ordering::Relaxed);
+        self.store.used.fetch_sub(sub, Ordering::Relaxed);
+        self.store.total_items.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Changes the value of the current item in place (incr/decr), keeping accounting right.
+    pub fn set_value(&mut self, value: Bytes) {
+        if let Some(it) = self.shard.lru.peek_mut(self.key) {
+            let (old, new) = (it.value.len(), value.len());
+            it.value = value;
+            self.shard.bytes = self.shard.bytes + new - old;
+            self.store.used.fetch_add(new, Ordering::Relaxed);
+            self.store.used.fetch_sub(old, Ordering::Relaxed);
+        }
+    }
+
+    pub fn remove(&mut self) -> bool {
+        match self.shard.lru.pop(self.key) {
+            Some(old) => {
+                let sub = charge(self.key.len(), &old);
+                self.shard.bytes -= sub;
+                self.store.used.fetch_sub(sub, Ordering::Relaxed);
+                self.store.items.fetch_sub(1, Ordering::Relaxed);
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn next_cas(&self) -> u64 {
+        self.store.next_cas()
+    }
+}
+
+fn old_is_none(sub: usize) -> bool {
+    sub == 0
+}
+
+pub struct Store {
+    shards: Box<[Mutex<Shard>]>,
+    hasher: std::collections::hash_map::RandomState,
+    limit: AtomicUsize,
+    used: AtomicUsize,
+    items: AtomicUsize,
+    cas: AtomicU64,
+    /// memcached's `settings.oldest_live` (server time; 0 = none)
+    oldest_live: AtomicU32,
+    pub evictions: AtomicU64,
+    pub total_items: AtomicU64,
+    pub clock: Clock,
+}
+
+impl Store {
+    /// `limit` in bytes; `shards` is rounded up to a power of two.
+    pub fn new(limit: usize, shards: usize) -> Store {
+        let n = shards.max(1).next_power_of_two();
+        Store {
+            shards: (0..n).map(|_| Mutex::new(Shard { lru: LruCache::unbounded(), bytes: 0 })).collect(),
+            hasher: Default::default(),
+            limit: AtomicUsize::new(limit),
+            used: AtomicUsize::new(0),
+            items: AtomicUsize::new(0),
+            cas: AtomicU64::new(0),
+            oldest_live: AtomicU32::new(0),
+            evictions: AtomicU64::new(0),
+            total_items: AtomicU64::new(0),
+            clock: Clock::default(),
+        }
+    }
+
+    pub fn next_cas(&self) -> u64 {
+        self.cas.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    fn shard_of(&self, key: &[u8]) -> usize {
+        let mut h = self.hasher.build_hasher();
+        h.write(key);
+        (h.finish() >> 7) as usize & (self.shards.len() - 1)
+    }
+
+    fn lock(&self, i: usize) -> MutexGuard<'_, Shard> {
+        self.shards[i].lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `f` with the key's slot under its shard lock, then evicts until
+    /// the store is back under its byte limit.
+    pub fn with<R>(&self, key: &[u8], f: impl FnOnce(&mut Slot<'_>) -> R) -> R {
+        let i = self.shard_of(key);
+        let now = self.clock.now();
+        let mut g = self.lock(i);
+        let r = {
+            let mut slot = Slot { shard: &mut g, store: self, key, now };
+            f(&mut slot)
+        };
+        let limit = self.limit.load(Ordering::Relaxed);
+        if self.used.load(Ordering::Relaxed) <= limit {
+            return r;
+        }
+        while self.used.load(Ordering::Relaxed) > limit && g.lru.len() > 1 {
+            self.evict_one(&mut g);
+        }
+        drop(g);
+        // Still over: the newcomer is alone in its shard; take from the others.
+        let n = self.shards.len();
+        let mut empty_rounds = 0;
+        let mut j = i;
+        while self.used.load(Ordering::Relaxed) > limit && empty_rounds < n {
+            j = (j + 1) % n;
+            if j == i {
+                continue;
+            }
+            let mut g = self.lock(j);
+            if g.lru.is_empty() {
+                empty_rounds += 1;
+            } else {
+                self.evict_one(&mut g);
+            }
+        }
+        r
+    }
+
+    fn evict_one(&self, g: &mut Shard) {
+        if let Some((k, it)) = g.lru.pop_lru() {
+            let sub = charge(k.len(), &it);
+            g.bytes -= sub;
+            self.used.fetch_sub(sub, Ordering::Relaxed);
+            self.items.fetch_sub(1, Ordering::Relaxed);
+            let now = self.clock.now();
+            if it.exptime == 0 || it.exptime > now {
+                self.evictions.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// flush_all: immediate (drops everything) or at server time `at`.
+    pub fn flush(&self, at: Option<u32>) {
+        match at {
+            None => {
+                for i in 0..self.shards.len() {
+                    let mut g = self.lock(i);
+                    let n = g.lru.len();
+                    g.lru.clear();
+                    self.used.fetch_sub(g.bytes, Ordering::Relaxed);
+                    self.items.fetch_sub(n, Ordering::Relaxed);
+                    g.bytes = 0;
+                }
+                self.oldest_live.store(0, Ordering::Relaxed);
+            }
+            Some(t) => self.oldest_live.store(t.saturating_sub(1).max(1), Ordering::Relaxed),
+        }
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    pub fn items(&self) -> usize {
+        self.items.load(Ordering::Relaxed)
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(s: &Store, k: &str, v: usize) {
+        s.with(k.as_bytes(), |slot| {
+            let now = slot.now;
+            let cas = slot.next_cas();
+            slot.put(Item::new(Bytes::from(vec![b'x'; v]), 0, 0, now, cas));
+        });
+    }
+
+    #[test]
+    fn byte_bound_and_lru_order() {
+        let s = Store::new(10 * (1000 + ITEM_OVERHEAD + 2), 1);
+        for i in 0..10 {
+            put(&s, &format!("k{i}"), 1000);
+        }
+        assert_eq!(s.items(), 10);
+        s.with(b"k0", |slot| assert!(slot.get().is_some())); // k0 is now most recent
+        put(&s, "k10", 1000);
+        assert_eq!(s.items(), 10);
+        assert!(s.bytes() <= s.limit());
+        assert_eq!(s.evictions.load(Ordering::Relaxed), 1);
+        s.with(b"k0", |slot| assert!(slot.get().is_some()));
+        s.with(b"k1", |slot| assert!(slot.get().is_none()));
+    }
+
+    #[test]
+    fn big_item_evicts_from_other_shards() {
+        let s = Store::new(4000, 64);
+        for i in 0..30 {
+            put(&s, &format!("k{i}"), 50);
+        }
+        put(&s, "big", 3500);
+        assert!(s.bytes() <= s.limit(), "{} > {}", s.bytes(), s.limit());
+        s.with(b"big", |slot| assert!(slot.get().is_some()));
+    }
+}
