@@ -1,1 +1,41 @@
-//! cache-bank: Async client for a bank of memcached-compatible nodes: placement, pipelined multi-get, health, timeouts (under construction).
+//! # cache-bank — the client of a bank of memcached-compatible nodes
+//!
+//! Both IMCa translators talk to the bank through this crate: the gateway's
+//! CMCache reads stat, directory entries and data blocks, and claims keys
+//! it populates; each storage server's SMCache writes blocks and invalidates
+//! what a mutation changed.
+//!
+//! ```text
+//!  CMCache (gateway) ──get_many / claim_many──┐        ┌─> node 0 (imca cache-node | memcached)
+//!                                             ├─ Bank ─┼─> node 1
+//!  SMCache (storage server) ──update──────────┘        └─> node M-1
+//! ```
+//!
+//! - [`placement`]: CRC32 (the dissertation's default), modulo striping of a
+//!   file's consecutive blocks, ketama-compatible consistent hashing.
+//! - [`Bank`]: one pipelined batch per node, all nodes in parallel, so a
+//!   read of N blocks is one round trip; errors and timeouts are misses and
+//!   back the node off; writers wait for acknowledgements in order.
+//! - [`keys`] and [`value`]: key naming (by file id, never by path) and the
+//!   self-checking value format.
+//!
+//! Speaks memcached's classic text protocol (get/gets/set/add/cas/delete),
+//! which every memcached-compatible server implements identically; values
+//! are length-prefixed there, so any byte is allowed. Tasks: per node
+//! connection, one writer task and one reader task (replies arrive in
+//! request order).
+
+mod bank;
+mod conn;
+mod error;
+pub mod keys;
+mod md5;
+pub mod metrics;
+mod node;
+pub mod placement;
+pub mod value;
+
+pub use bank::{Bank, BankOptions, Hit, Update};
+pub use error::BankError;
+pub use keys::Keys;
+pub use placement::{CacheKey, Ring};

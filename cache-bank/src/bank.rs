@@ -1,0 +1,423 @@
+//! The bank: many nodes, one placement, one pipelined batch per node.
+//!
+//! Reads (`get_many`, `claim_many`) send one batch to every node that holds
+//! a requested key, all nodes in parallel, so N keys cost one round trip;
+//! a node that errs or is slower than `timeout` yields misses and is backed
+//! off. Writes (`update`) are the storage servers' and follow stricter rules
+//! (see [`Bank::update`]).
+
+use crate::conn::{Conn, Expect, Reply};
+use crate::error::BankError;
+use crate::metrics;
+use crate::node::Node;
+use crate::placement::{CacheKey, Ring};
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use xlator::volume::Placement;
+
+/// Longest `get` line we send: memcached reads a command line in 2 KiB steps.
+const MAX_GET_LINE: usize = 1900;
+
+#[derive(Clone, Debug)]
+pub struct BankOptions {
+    /// a read slower than this is a miss (and backs the node off)
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+}
+
+impl Default for BankOptions {
+    fn default() -> Self {
+        BankOptions {
+            timeout: Duration::from_millis(xlator::volume::DEFAULT_BANK_TIMEOUT_MS),
+            connect_timeout: Duration::from_millis(200),
+        }
+    }
+}
+
+/// A value found in the bank, with its CAS unique when asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hit {
+    pub value: Bytes,
+    pub cas: Option<u64>,
+}
+
+/// One change to the bank.
+#[derive(Clone, Debug)]
+pub enum Update {
+    Set(CacheKey, Bytes),
+    /// store only if absent (a read's populate)
+    Add(CacheKey, Bytes),
+    /// store only if the CAS unique still matches (a claimed populate)
+    Cas(CacheKey, Bytes, u64),
+    Delete(CacheKey),
+}
+
+impl Update {
+    fn key(&self) -> &CacheKey {
+        match self {
+            Update::Set(k, _) | Update::Add(k, _) | Update::Cas(k, _, _) | Update::Delete(k) => k,
+        }
+    }
+
+    fn op(&self) -> &'static str {
+        match self {
+            Update::Set(..) => "set",
+            Update::Add(..) => "add",
+            Update::Cas(..) => "cas",
+            Update::Delete(..) => "delete",
+        }
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Update::Set(k, v) => store(out, "set", &k.key, v, 0, None),
+            Update::Add(k, v) => store(out, "add", &k.key, v, 0, None),
+            Update::Cas(k, v, c) => store(out, "cas", &k.key, v, 0, Some(*c)),
+            Update::Delete(k) => {
+                out.extend_from_slice(b"delete ");
+                out.extend_from_slice(k.key.as_bytes());
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+    }
+
+    /// Did the node do what we need? A refused add or cas is fine (someone
+    /// stored first / the claim was broken by an invalidation); a set or
+    /// delete must have happened.
+    fn accepted(&self, reply: &str) -> bool {
+        match self {
+            Update::Set(..) => reply == "STORED",
+            Update::Add(..) | Update::Cas(..) => {
+                matches!(reply, "STORED" | "NOT_STORED" | "EXISTS" | "NOT_FOUND")
+            }
+            Update::Delete(..) => matches!(reply, "DELETED" | "NOT_FOUND"),
+        }
+    }
+}
+
+fn store(out: &mut Vec<u8>, verb: &str, key: &str, v: &[u8], exptime: u32, cas: Option<u64>) {
+    let head = match cas {
+        Some(c) => format!("{verb} {key} 0 {exptime} {} {c}\r\n", v.len()),
+        None => format!("{verb} {key} 0 {exptime} {}\r\n", v.len()),
+    };
+    out.extend_from_slice(head.as_bytes());
+    out.extend_from_slice(v);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `get`/`gets` lines for `keys`, split so no line is too long.
+fn get_lines(out: &mut Vec<u8>, expect: &mut Vec<Expect>, verb: &str, keys: &[&str]) {
+    let mut line = 0usize;
+    for k in keys {
+        if line == 0 || line + k.len() + 1 > MAX_GET_LINE {
+            if line > 0 {
+                out.extend_from_slice(b"\r\n");
+            }
+            out.extend_from_slice(verb.as_bytes());
+            expect.push(Expect::Values);
+            line = verb.len();
+        }
+        out.push(b' ');
+        out.extend_from_slice(k.as_bytes());
+        line += k.len() + 1;
+    }
+    if line > 0 {
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+pub struct Bank {
+    nodes: Vec<Arc<Node>>,
+    ring: Ring,
+    opts: BankOptions,
+}
+
+impl Bank {
+    pub fn new(addrs: &[String], placement: Placement, opts: BankOptions) -> Bank {
+        Bank {
+            nodes: addrs.iter().map(|a| Arc::new(Node::new(a.clone()))).collect(),
+            ring: Ring::new(placement, addrs),
+            opts,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    pub fn addrs(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.addr.clone()).collect()
+    }
+
+    pub fn options(&self) -> &BankOptions {
+        &self.opts
+    }
+
+    pub fn node_for(&self, key: &CacheKey) -> Option<usize> {
+        self.ring.node_for(key)
+    }
+
+    /// Which node holds each key (indices into `keys` per node).
+    fn group<'a, I: Iterator<Item = &'a CacheKey>>(&self, keys: I) -> Vec<Vec<usize>> {
+        let mut per = vec![Vec::new(); self.nodes.len()];
+        for (i, k) in keys.enumerate() {
+            if let Some(n) = self.ring.node_for(k) {
+                per[n].push(i);
+            }
+        }
+        per
+    }
+
+    /// Send one batch to node `n` on the read path: any failure is a miss
+    /// and backs the node off.
+    async fn read_batch(&self, n: usize, bytes: Vec<u8>, expect: Vec<Expect>, op: &str) -> Option<Vec<Reply>> {
+        let node = &self.nodes[n];
+        let conn = match node.conn(self.opts.connect_timeout, false).await {
+            Ok(c) => c,
+            Err(_) => return None,
+        };
+        let start = Instant::now();
+        let rx = conn.send(bytes, expect);
+        let res = tokio::time::timeout(self.opts.timeout, rx).await;
+        metrics::LATENCY.with_label_values(&[op]).observe(start.elapsed().as_secs_f64());
+        match res {
+            Ok(Ok(Ok(replies))) => {
+                node.succeeded().await;
+                Some(replies)
+            }
+            Ok(Ok(Err(e))) => {
+                tracing::debug!(node = %node.addr, error = %e, "bank read failed");
+                node.fail(&conn).await;
+                None
+            }
+            Ok(Err(_)) | Err(_) => {
+                tracing::debug!(node = %node.addr, "bank read timed out");
+                node.fail(&conn).await;
+                None
+            }
+        }
+    }
+
+    /// Look up `keys`: one pipelined batch per node, all nodes at once.
+    /// `cas` asks for CAS uniques (`gets`). Errors and timeouts are misses.
+    pub async fn get_many(&self, keys: &[CacheKey], cas: bool) -> Vec<Option<Hit>> {
+        let per = self.group(keys.iter());
+        let verb = if cas { "gets" } else { "get" };
+        let futs = per.iter().enumerate().filter(|(_, idx)| !idx.is_empty()).map(|(n, idx)| {
+            let mut bytes = Vec::with_capacity(64 + idx.len() * 64);
+            let mut expect = Vec::new();
+            let ks: Vec<&str> = idx.iter().map(|&i| keys[i].key.as_str()).collect();
+            get_lines(&mut bytes, &mut expect, verb, &ks);
+            async move { (n, self.read_batch(n, bytes, expect, "get").await) }
+        });
+        let results = futures::future::join_all(futs).await;
+        let mut out = vec![None; keys.len()];
+        let mut want: HashMap<&str, Vec<usize>> = HashMap::with_capacity(keys.len());
+        for (i, k) in keys.iter().enumerate() {
+            want.entry(k.key.as_str()).or_default().push(i);
+        }
+        for (n, res) in results {
+            let addr = &self.nodes[n].addr;
+            let asked = per[n].len() as u64;
+            let Some(replies) = res else {
+                metrics::count(addr, "get", "error", asked);
+                continue;
+            };
+            let (mut hits, mut bytes) = (0u64, 0u64);
+            for r in replies {
+                if let Reply::Values(vals) = r {
+                    for (k, v, c) in vals {
+                        if let Some(is) = want.get(k.as_str()) {
+                            hits += 1;
+                            bytes += v.len() as u64;
+                            for &i in is {
+                                out[i] = Some(Hit { value: v.clone(), cas: c });
+                            }
+                        }
+                    }
+                }
+            }
+            metrics::count(addr, "get", "hit", hits);
+            metrics::count(addr, "get", "miss", asked.saturating_sub(hits));
+            if bytes > 0 {
+                metrics::BYTES.with_label_values(&[addr]).inc_by(bytes);
+            }
+        }
+        out
+    }
+
+    /// Claim keys for populating: for each key, `add` the `placeholder`
+    /// (succeeds only if the key is absent) and then `gets` it, in one round
+    /// trip. The answer is the key's current value and CAS unique: a real
+    /// value (someone else populated it), or the placeholder, whose CAS
+    /// unique a later [`Update::Cas`] must present. An invalidating delete
+    /// between the claim and the cas makes the cas fail, which is how a
+    /// populate computed from data read before a mutation can never land
+    /// after it.
+    pub async fn claim_many(&self, keys: &[CacheKey], placeholder: &Bytes) -> Vec<Option<Hit>> {
+        let per = self.group(keys.iter());
+        let futs = per.iter().enumerate().filter(|(_, idx)| !idx.is_empty()).map(|(n, idx)| {
+            let mut bytes = Vec::new();
+            let mut expect = Vec::new();
+            for &i in idx {
+                // placeholders expire on their own if the claimant dies
+                store(&mut bytes, "add", &keys[i].key, placeholder, 30, None);
+                expect.push(Expect::Line);
+            }
+            let ks: Vec<&str> = idx.iter().map(|&i| keys[i].key.as_str()).collect();
+            get_lines(&mut bytes, &mut expect, "gets", &ks);
+            async move { (n, self.read_batch(n, bytes, expect, "claim").await) }
+        });
+        let results = futures::future::join_all(futs).await;
+        let mut out = vec![None; keys.len()];
+        let index: HashMap<&str, usize> = keys.iter().enumerate().map(|(i, k)| (k.key.as_str(), i)).collect();
+        for (n, res) in results {
+            let addr = &self.nodes[n].addr;
+            let Some(replies) = res else {
+                metrics::count(addr, "claim", "error", per[n].len() as u64);
+                continue;
+            };
+            for r in replies {
+                if let Reply::Values(vals) = r {
+                    for (k, v, c) in vals {
+                        if let Some(&i) = index.get(k.as_str()) {
+                            out[i] = Some(Hit { value: v, cas: c });
+                        }
+                    }
+                }
+            }
+            metrics::count(addr, "claim", "ok", per[n].len() as u64);
+        }
+        out
+    }
+
+    /// Apply updates.
+    ///
+    /// `wait = None`: queue them and return (a populate: losing it costs a
+    /// miss, nothing more). They still take their place in each node's order
+    /// before this returns.
+    ///
+    /// `wait = Some(deadline)`: return only when every node has applied its
+    /// share, or is proven empty (its address refuses connections: the
+    /// process that held old values is gone). A slow or frozen node is
+    /// waited for — on the same connection, so nothing sent earlier can be
+    /// applied after — until the deadline, then `Err(Timeout)`. A broken
+    /// connection is replaced and the batch sent again (sets and deletes are
+    /// idempotent). This is what lets a storage server acknowledge a
+    /// mutation only once no cache node can serve what it replaced.
+    pub async fn update(&self, ops: &[Update], wait: Option<Duration>) -> Result<(), BankError> {
+        let per = self.group(ops.iter().map(|u| u.key()));
+        let deadline = wait.map(|d| Instant::now() + d);
+        let futs = per
+            .iter()
+            .enumerate()
+            .filter(|(_, idx)| !idx.is_empty())
+            .map(|(n, idx)| self.node_update(n, idx.iter().map(|&i| &ops[i]).collect(), deadline));
+        let results = futures::future::join_all(futs).await;
+        results.into_iter().collect::<Result<Vec<()>, _>>().map(|_| ())
+    }
+
+    async fn node_update(&self, n: usize, ops: Vec<&Update>, deadline: Option<Instant>) -> Result<(), BankError> {
+        let node = &self.nodes[n];
+        let mut bytes = Vec::new();
+        for u in &ops {
+            u.encode(&mut bytes);
+        }
+        let expect = vec![Expect::Line; ops.len()];
+        let Some(deadline) = deadline else {
+            if let Ok(conn) = node.conn(self.opts.connect_timeout, false).await {
+                if conn.pending() < 10_000 {
+                    drop(conn.send(bytes, expect));
+                    for u in &ops {
+                        metrics::count(&node.addr, u.op(), "queued", 1);
+                    }
+                }
+            }
+            return Ok(());
+        };
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(BankError::Timeout(node.addr.clone(), Duration::ZERO));
+            }
+            let conn: Arc<Conn> =
+                match tokio::time::timeout(deadline - now, node.conn(self.opts.connect_timeout, true)).await {
+                    Ok(Ok(c)) => c,
+                    Ok(Err(BankError::Refused(_))) => {
+                        for u in &ops {
+                            metrics::count(&node.addr, u.op(), "node_gone", 1);
+                        }
+                        return Ok(());
+                    }
+                    Ok(Err(_)) => {
+                        tokio::time::sleep(Duration::from_millis(5).min(deadline - Instant::now().min(deadline)))
+                            .await;
+                        continue;
+                    }
+                    Err(_) => return Err(BankError::Timeout(node.addr.clone(), Duration::ZERO)),
+                };
+            let start = Instant::now();
+            let rx = conn.send(bytes.clone(), expect.clone());
+            match tokio::time::timeout_at(deadline.into(), rx).await {
+                Ok(Ok(Ok(replies))) => {
+                    metrics::LATENCY.with_label_values(&["update"]).observe(start.elapsed().as_secs_f64());
+                    node.succeeded().await;
+                    let mut redo = Vec::new();
+                    for (u, r) in ops.iter().zip(replies) {
+                        let line = match r {
+                            Reply::Line(l) => l,
+                            Reply::Values(_) => String::new(),
+                        };
+                        if u.accepted(&line) {
+                            metrics::count(&node.addr, u.op(), "ok", 1);
+                        } else {
+                            metrics::count(&node.addr, u.op(), "error", 1);
+                            tracing::warn!(node = %node.addr, op = u.op(), reply = %line, "bank refused an update");
+                            redo.push(Update::Delete(u.key().clone()));
+                        }
+                    }
+                    if redo.is_empty() {
+                        return Ok(());
+                    }
+                    // A set the node refused may leave an older value behind: delete it.
+                    let redo_refs: Vec<&Update> = redo.iter().collect();
+                    return Box::pin(self.node_update(n, redo_refs, Some(deadline))).await;
+                }
+                Ok(Ok(Err(e))) => {
+                    tracing::debug!(node = %node.addr, error = %e, "bank update failed; reconnecting");
+                    node.drop_conn(&conn).await;
+                }
+                Ok(Err(_)) => node.drop_conn(&conn).await,
+                Err(_) => {
+                    for u in &ops {
+                        metrics::count(&node.addr, u.op(), "timeout", 1);
+                    }
+                    return Err(BankError::Timeout(node.addr.clone(), Duration::ZERO));
+                }
+            }
+        }
+    }
+
+    /// `flush_all` on every node (admin use and tests).
+    pub async fn flush_all(&self) -> Vec<Result<(), BankError>> {
+        let futs = self.nodes.iter().enumerate().map(|(n, node)| async move {
+            match self.read_batch(n, b"flush_all\r\n".to_vec(), vec![Expect::Line], "flush").await {
+                Some(r) if r == vec![Reply::Line("OK".into())] => Ok(()),
+                Some(r) => Err(BankError::Server(node.addr.clone(), format!("{r:?}"))),
+                None => Err(BankError::Down(node.addr.clone())),
+            }
+        });
+        futures::future::join_all(futs).await
+    }
+
+    /// Per node: address and whether it is currently backed off.
+    pub async fn status(&self) -> Vec<(String, bool)> {
+        let mut out = Vec::new();
+        for n in &self.nodes {
+            out.push((n.addr.clone(), !n.is_down().await));
+        }
+        out
+    }
+}

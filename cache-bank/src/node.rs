@@ -1,0 +1,131 @@
+//! One node of the bank: its connection and its health.
+//!
+//! A node that fails is backed off (exponentially, up to a cap) and retried
+//! later. We remember *why* it failed: a refused connection proves that no
+//! process holds the node's memory any more (it died, or restarted empty),
+//! which is the one case where a writer may skip the node without waiting.
+
+use crate::conn::Conn;
+use crate::error::BankError;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::net::TcpStream;
+use tokio::sync::Mutex;
+
+pub const BACKOFF_MIN: Duration = Duration::from_millis(20);
+pub const BACKOFF_MAX: Duration = Duration::from_millis(1000);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DownReason {
+    /// nobody listens: the node's memory is gone
+    Refused,
+    /// slow, reset or misbehaving: it may still hold (old) data
+    Failed,
+}
+
+struct State {
+    conn: Option<Arc<Conn>>,
+    down: Option<(Instant, DownReason)>,
+    backoff: Duration,
+}
+
+pub struct Node {
+    pub addr: String,
+    state: Mutex<State>,
+    /// a request succeeded since the last (re)connect: the back-off resets
+    proven: AtomicBool,
+}
+
+impl Node {
+    pub fn new(addr: String) -> Node {
+        Node {
+            addr,
+            state: Mutex::new(State { conn: None, down: None, backoff: BACKOFF_MIN }),
+            proven: AtomicBool::new(false),
+        }
+    }
+
+    /// The live connection, connecting if needed. `ignore_backoff` lets a
+    /// writer that must reach the node try again before its back-off ends.
+    pub async fn conn(&self, connect_timeout: Duration, ignore_backoff: bool) -> Result<Arc<Conn>, BankError> {
+        let mut st = self.state.lock().await;
+        if let Some(c) = &st.conn {
+            if c.is_alive() {
+                return Ok(c.clone());
+            }
+            st.conn = None;
+        }
+        if let Some((until, why)) = st.down {
+            if Instant::now() < until && (!ignore_backoff || why == DownReason::Refused) {
+                return Err(match why {
+                    DownReason::Refused => BankError::Refused(self.addr.clone()),
+                    DownReason::Failed => BankError::Down(self.addr.clone()),
+                });
+            }
+        }
+        match tokio::time::timeout(connect_timeout, TcpStream::connect(&self.addr)).await {
+            Ok(Ok(s)) => {
+                let c = Arc::new(Conn::start(self.addr.clone(), s));
+                st.conn = Some(c.clone());
+                self.proven.store(false, Ordering::Relaxed);
+                Ok(c)
+            }
+            Ok(Err(e)) => {
+                let refused = matches!(
+                    e.kind(),
+                    std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::ConnectionReset
+                );
+                let why = if refused { DownReason::Refused } else { DownReason::Failed };
+                Self::back_off(&mut st, why);
+                Err(if refused {
+                    BankError::Refused(self.addr.clone())
+                } else {
+                    BankError::Io(self.addr.clone(), e.to_string())
+                })
+            }
+            Err(_) => {
+                Self::back_off(&mut st, DownReason::Failed);
+                Err(BankError::Timeout(self.addr.clone(), connect_timeout))
+            }
+        }
+    }
+
+    fn back_off(st: &mut State, why: DownReason) {
+        st.down = Some((Instant::now() + st.backoff, why));
+        st.backoff = (st.backoff * 2).min(BACKOFF_MAX);
+    }
+
+    /// `conn` failed (timeout, reset, garbage): drop it (a reset, so a frozen
+    /// node never applies what it had not read yet) and back the node off.
+    pub async fn fail(&self, conn: &Arc<Conn>) {
+        let mut st = self.state.lock().await;
+        if st.conn.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn)) {
+            st.conn = None;
+            Self::back_off(&mut st, DownReason::Failed);
+        }
+    }
+
+    /// Forget the connection without backing off (a writer's retry).
+    pub async fn drop_conn(&self, conn: &Arc<Conn>) {
+        let mut st = self.state.lock().await;
+        if st.conn.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn)) {
+            st.conn = None;
+        }
+    }
+
+    /// A request succeeded: the node is healthy again.
+    pub async fn succeeded(&self) {
+        if !self.proven.swap(true, Ordering::Relaxed) {
+            let mut st = self.state.lock().await;
+            st.backoff = BACKOFF_MIN;
+            st.down = None;
+        }
+    }
+
+    /// For status pages: is the node currently backed off?
+    pub async fn is_down(&self) -> bool {
+        let st = self.state.lock().await;
+        st.down.is_some_and(|(until, _)| Instant::now() < until)
+    }
+}
