@@ -111,7 +111,8 @@ pub async fn shutdown_signal() {
 pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
     let mountpoint = mount::prepare(&args.mountpoint)?;
     let timeout = Duration::from_secs_f64(args.timeout.max(0.001));
-    let leaves = storage::connect(&args.storage_servers, timeout).await?;
+    let clients = storage::connect(&args.storage_servers, timeout).await?;
+    let leaves = clients.iter().map(|c| c.clone() as xlator::Next).collect();
     let graph = graph::build(
         leaves,
         &graph::GraphConfig { stripe_unit: args.stripe_unit, cache_nodes: args.cache_nodes.clone() },
@@ -134,7 +135,7 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
         }
         None => None,
     };
-    let admin_url = admin_slot(&args, &graph, stopped()).await?;
+    let admin_url = admin_slot(&args, &graph, &clients, stopped()).await?;
 
     let policy = if args.kernel_cache { fuse::CachePolicy::KERNEL } else { fuse::CachePolicy::COHERENT };
     let fs = fuse::GatewayFs::new(tokio::runtime::Handle::current(), graph.top.clone(), policy);
@@ -177,15 +178,16 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
 
 // ─── ADMIN SLOT ─────────────────────────────────────────────────────────────
 // The admin API (crate `admin`, wired by its owner): start it on `args.admin`
-// with a backend built from `graph` (graph.leaves are the protocol-clients,
-// which reach each server's volume config), stop it when `stopped` resolves,
-// and return its base URL (e.g. "http://127.0.0.1:PORT").
+// with a backend built from `graph` and `servers` (the protocol-clients, in
+// stripe order: fetch/set each server's volume config, watch epochs), stop it
+// when `stopped` resolves, and return its base URL ("http://127.0.0.1:PORT").
 async fn admin_slot(
     args: &Args,
     graph: &graph::Graph,
+    servers: &[std::sync::Arc<protocol_client::ProtocolClient>],
     stopped: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<Option<String>> {
-    let _ = (graph, stopped);
+    let _ = (graph, servers, stopped);
     if let Some(addr) = &args.admin {
         tracing::warn!(%addr, "--admin: the admin API is not wired into the gateway yet");
     }

@@ -1,9 +1,15 @@
-//! Connections to the storage servers: one protocol-client leaf each.
+//! Connections to the storage servers: one protocol-client leaf each,
+//! connected in parallel at start-up so a wrong address fails right away.
 
+use protocol_client::{ClientOptions, ProtocolClient};
+use std::sync::Arc;
 use std::time::Duration;
-use xlator::Next;
 
-pub async fn connect(addrs: &[String], timeout: Duration) -> anyhow::Result<Vec<Next>> {
-    let _ = (addrs, timeout);
-    anyhow::bail!("protocol-client is not available yet")
+pub async fn connect(addrs: &[String], timeout: Duration) -> anyhow::Result<Vec<Arc<ProtocolClient>>> {
+    if addrs.is_empty() {
+        anyhow::bail!("--storage-servers lists no server");
+    }
+    let options = ClientOptions { op_timeout: timeout, connect_timeout: timeout.min(Duration::from_secs(10)) };
+    let clients = futures::future::join_all(addrs.iter().map(|a| protocol_client::connect(a, options.clone()))).await;
+    clients.into_iter().map(|c| c.map(Arc::new).map_err(Into::into)).collect()
 }

@@ -1,0 +1,117 @@
+//! `imca up`: a whole cluster from one command, cluster.json, clean stop on
+//! SIGTERM, and recovery from a stale mount left by a crashed run.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn start_up(dir: &Path, mnt: &Path, extra: &[&str]) -> Child {
+    Command::new(IMCA)
+        .arg("up")
+        .arg("--dir")
+        .arg(dir)
+        .arg("--mount")
+        .arg(mnt)
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("starting imca up")
+}
+
+fn wait_cluster_json(child: &mut Child, dir: &Path) -> Value {
+    let start = Instant::now();
+    loop {
+        if let Ok(text) = std::fs::read(dir.join("cluster.json")) {
+            return serde_json::from_slice(&text).expect("cluster.json is JSON");
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("imca up exited early: {status}");
+        }
+        assert!(start.elapsed() < START_DEADLINE, "no cluster.json after {START_DEADLINE:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn sigterm_and_wait(child: &mut Child) -> std::process::ExitStatus {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let start = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "imca up did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn is_mounted(mnt: &Path) -> bool {
+    let canon = mnt.canonicalize().unwrap_or(mnt.to_path_buf());
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    info.lines().any(|l| l.split(' ').nth(4) == Some(&*canon.to_string_lossy()))
+}
+
+#[test]
+fn up_serves_a_mount_and_stops_cleanly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, mnt) = (tmp.path().join("data"), tmp.path().join("mnt"));
+    let mut up = start_up(&dir, &mnt, &["--storage-servers", "3", "--no-cache"]);
+    let cluster = wait_cluster_json(&mut up, &dir);
+
+    assert_eq!(cluster["storage_servers"].as_array().unwrap().len(), 3);
+    assert_eq!(cluster["cache_nodes"].as_array().unwrap().len(), 0);
+    let mount = Path::new(cluster["mount"].as_str().unwrap()).to_path_buf();
+    assert_eq!(mount, mnt.canonicalize().unwrap());
+    assert!(cluster.get("admin").is_some());
+    let metrics = cluster["metrics"].as_array().unwrap();
+    assert!(metrics.len() >= 4, "storage servers and gateway serve metrics: {metrics:?}");
+    for m in metrics {
+        assert!(http_get(m.as_str().unwrap()).contains("imca_"), "{m} serves no imca metrics");
+    }
+
+    std::fs::write(mount.join("hello"), b"world").unwrap();
+    assert_eq!(std::fs::read(mount.join("hello")).unwrap(), b"world");
+    // data lands in the exports under --dir
+    assert!((0..3).any(|i| dir.join(format!("storage-{i}/hello")).exists()));
+
+    let status = sigterm_and_wait(&mut up);
+    assert!(status.success(), "imca up exit status {status}");
+    assert!(!is_mounted(&mnt), "still mounted after imca up stopped");
+    assert!(!dir.join("cluster.json").exists(), "cluster.json outlived the cluster");
+
+    // the data survives a restart
+    let mut up = start_up(&dir, &mnt, &["--storage-servers", "3", "--no-cache"]);
+    wait_cluster_json(&mut up, &dir);
+    assert_eq!(std::fs::read(mnt.join("hello")).unwrap(), b"world");
+    assert!(sigterm_and_wait(&mut up).success());
+}
+
+#[test]
+fn up_cleans_a_stale_mount_from_a_crashed_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, mnt) = (tmp.path().join("data"), tmp.path().join("mnt"));
+    let mut up = start_up(&dir, &mnt, &["--storage-servers", "1", "--no-cache"]);
+    wait_cluster_json(&mut up, &dir);
+    // crash: the gateway dies without unmounting, then imca up itself
+    let ready: Value = serde_json::from_slice(&std::fs::read(dir.join("run/gateway.ready")).unwrap()).unwrap();
+    let pid = ready["pid"].as_u64().expect("gateway pid in its ready file") as i32;
+    // SAFETY: signalling a process of this test.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let _ = up.kill();
+    let _ = up.wait();
+    let err = std::fs::metadata(&mnt).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ENOTCONN), "expected a stale mount, got {err}");
+
+    let mut up = start_up(&dir, &mnt, &["--storage-servers", "1", "--no-cache"]);
+    wait_cluster_json(&mut up, &dir);
+    std::fs::write(mnt.join("after"), b"ok").unwrap();
+    assert_eq!(std::fs::read(mnt.join("after")).unwrap(), b"ok");
+    assert!(sigterm_and_wait(&mut up).success());
+    assert!(!is_mounted(&mnt));
+}
