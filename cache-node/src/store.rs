@@ -22,6 +22,9 @@ use crate::clock::Clock;
 /// memcached's item header plus our hash/LRU node).
 pub const ITEM_OVERHEAD: usize = 80;
 
+/// How many other shards' LRU tails an eviction looks at.
+const EVICTION_SAMPLE: usize = 4;
+
 #[derive(Clone, Debug)]
 pub struct Item {
     pub value: Bytes,
@@ -37,11 +40,13 @@ pub struct Item {
     /// meta: invalidated (md I / ms I), and whether a win token was handed out
     pub stale: bool,
     pub win_sent: bool,
+    /// store-wide access order, compared across shards when evicting
+    pub tick: u64,
 }
 
 impl Item {
     pub fn new(value: Bytes, flags: u32, exptime: u32, now: u32, cas: u64) -> Item {
-        Item { value, flags, exptime, time: now, atime: now, cas, fetched: false, stale: false, win_sent: false }
+        Item { value, flags, exptime, time: now, atime: now, cas, fetched: false, stale: false, win_sent: false, tick: 0 }
     }
 }
 
@@ -88,14 +93,18 @@ impl Slot<'_> {
             return None;
         }
         if bump {
-            self.shard.lru.get_mut(self.key)
+            let tick = self.store.tick.fetch_add(1, Ordering::Relaxed);
+            let it = self.shard.lru.get_mut(self.key)?;
+            it.tick = tick;
+            Some(it)
         } else {
             self.shard.lru.peek_mut(self.key)
         }
     }
 
     /// Inserts or replaces the item (most recently used).
-    pub fn put(&mut self, item: Item) {
+    pub fn put(&mut self, mut item: Item) {
+        item.tick = self.store.tick.fetch_add(1, Ordering::Relaxed);
         let add = charge(self.key.len(), &item);
         let old = self.shard.lru.put(self.key.into(), item);
         let sub = old.map_or(0, |o| charge(self.key.len(), &o));
@@ -153,6 +162,8 @@ pub struct Store {
     pub evictions: AtomicU64,
     pub total_items: AtomicU64,
     pub clock: Clock,
+    tick: AtomicU64,
+    cursor: AtomicUsize,
 }
 
 impl Store {
@@ -170,6 +181,8 @@ impl Store {
             evictions: AtomicU64::new(0),
             total_items: AtomicU64::new(0),
             clock: Clock::default(),
+            tick: AtomicU64::new(0),
+            cursor: AtomicUsize::new(0),
         }
     }
 
@@ -201,24 +214,49 @@ impl Store {
         if self.used.load(Ordering::Relaxed) <= limit {
             return r;
         }
-        while self.used.load(Ordering::Relaxed) > limit && g.lru.len() > 1 {
-            self.evict_one(&mut g);
+        // Approximate global LRU: compare the tail of this shard with the
+        // tails of a few others (try_lock only, so no lock-order deadlock)
+        // and evict the least recently used of them.
+        let n = self.shards.len();
+        while self.used.load(Ordering::Relaxed) > limit {
+            let own = if g.lru.len() > 1 { g.lru.peek_lru().map(|(_, it)| it.tick) } else { None };
+            let mut best: Option<(u64, MutexGuard<'_, Shard>)> = None;
+            for _ in 0..EVICTION_SAMPLE.min(n - 1) {
+                let j = self.cursor.fetch_add(1, Ordering::Relaxed) % n;
+                if j == i {
+                    continue;
+                }
+                let Ok(og) = self.shards[j].try_lock() else { continue };
+                let Some(t) = og.lru.peek_lru().map(|(_, it)| it.tick) else { continue };
+                if best.as_ref().is_none_or(|(bt, _)| t < *bt) {
+                    best = Some((t, og));
+                }
+            }
+            match (own, best) {
+                (Some(o), Some((t, mut og))) if t < o => self.evict_one(&mut og),
+                (Some(_), _) => self.evict_one(&mut g),
+                (None, Some((_, mut og))) => self.evict_one(&mut og),
+                (None, None) => break,
+            }
         }
         drop(g);
-        // Still over: the newcomer is alone in its shard; take from the others.
+        // Still over: the newcomer is (nearly) alone in its shard; take from
+        // the others, one lock at a time, until under the limit or nothing is left.
         let n = self.shards.len();
-        let mut empty_rounds = 0;
-        let mut j = i;
-        while self.used.load(Ordering::Relaxed) > limit && empty_rounds < n {
-            j = (j + 1) % n;
-            if j == i {
-                continue;
+        while self.used.load(Ordering::Relaxed) > limit {
+            let mut progress = false;
+            for j in (1..n).map(|d| (i + d) % n) {
+                if self.used.load(Ordering::Relaxed) <= limit {
+                    break;
+                }
+                let mut g = self.lock(j);
+                if !g.lru.is_empty() {
+                    self.evict_one(&mut g);
+                    progress = true;
+                }
             }
-            let mut g = self.lock(j);
-            if g.lru.is_empty() {
-                empty_rounds += 1;
-            } else {
-                self.evict_one(&mut g);
+            if !progress {
+                break;
             }
         }
         r
@@ -282,7 +320,7 @@ mod tests {
 
     #[test]
     fn byte_bound_and_lru_order() {
-        let s = Store::new(10 * (1000 + ITEM_OVERHEAD + 2), 1);
+        let s = Store::new(10 * (1000 + ITEM_OVERHEAD + 3), 1);
         for i in 0..10 {
             put(&s, &format!("k{i}"), 1000);
         }
