@@ -72,9 +72,10 @@ impl Posix {
             return Err(err(libc::EINVAL));
         }
         let (fd, _) = self.data_fd(loc)?;
-        let mut buf = BytesMut::zeroed(size as usize);
-        let n = sys::pread_full(raw(&fd), &mut buf, offset)?;
-        buf.truncate(n);
+        let mut buf = BytesMut::with_capacity(size as usize);
+        let n = sys::pread_uninit(raw(&fd), &mut buf.spare_capacity_mut()[..size as usize], offset)?;
+        // SAFETY: pread_uninit initialised the first n bytes.
+        unsafe { buf.set_len(n) };
         Ok(buf.freeze())
     }
 

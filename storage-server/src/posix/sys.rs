@@ -166,12 +166,21 @@ pub fn fsync(fd: RawFd, datasync: bool) -> io::Result<()> {
     cvt(unsafe { if datasync { libc::fdatasync(fd) } else { libc::fsync(fd) } }).map(drop)
 }
 
-/// Read up to `buf.len()` bytes at `off`, short only at end of file.
-pub fn pread_full(fd: RawFd, buf: &mut [u8], off: u64) -> io::Result<usize> {
+/// Read into `spare`, the uninitialised tail of a buffer, without zeroing it
+/// first; returns how many leading bytes are now initialised
+/// (short only at end of file).
+pub fn pread_uninit(fd: RawFd, spare: &mut [std::mem::MaybeUninit<u8>], off: u64) -> io::Result<usize> {
+    // SAFETY: the kernel only writes into the range; we never read it here.
+    unsafe { pread_raw(fd, spare.as_mut_ptr().cast(), spare.len(), off) }
+}
+
+/// # Safety
+/// `ptr..ptr+len` must be writable memory.
+unsafe fn pread_raw(fd: RawFd, ptr: *mut u8, len: usize, off: u64) -> io::Result<usize> {
     let mut done = 0;
-    while done < buf.len() {
+    while done < len {
         let o = i64::try_from(off + done as u64).map_err(|_| err(libc::EINVAL))?;
-        let r = unsafe { libc::pread64(fd, buf[done..].as_mut_ptr().cast(), buf.len() - done, o) };
+        let r = libc::pread64(fd, ptr.add(done).cast(), len - done, o);
         match cvt_size(r) {
             Ok(0) => break,
             Ok(n) => done += n,

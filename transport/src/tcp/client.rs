@@ -71,6 +71,8 @@ struct Conn {
     tx: mpsc::Sender<(u64, Message)>,
     pending: Arc<Pending>,
     dead: Arc<AtomicBool>,
+    /// frames received so far (to tell a silent peer from a slow call)
+    rx_frames: Arc<AtomicU64>,
     reader: JoinHandle<()>,
     writer: JoinHandle<()>,
 }
@@ -133,10 +135,13 @@ impl TcpClient {
         let (tx, rx) = mpsc::channel(self.opts.queue_depth);
         let pending = Arc::new(Pending(Mutex::new(Some(HashMap::new()))));
         let dead = Arc::new(AtomicBool::new(false));
+        let rx_frames = Arc::new(AtomicU64::new(0));
 
         let (p, d, peer, max) = (pending.clone(), dead.clone(), self.addr.clone(), self.opts.max_frame);
+        let lr = rx_frames.clone();
         let reader = tokio::spawn(async move {
             let why = frame::read_frames(rd, max, |id, msg| {
+                lr.fetch_add(1, Ordering::Relaxed);
                 if let Some(w) = p.take(id) {
                     let _ = w.send(Ok(msg));
                 }
@@ -156,23 +161,39 @@ impl TcpClient {
                 p.fail_all(&format!("write failed: {e}"));
             }
         });
-        Ok(Conn { tx, pending, dead, reader, writer })
+        Ok(Conn { tx, pending, dead, rx_frames, reader, writer })
     }
 
-    async fn call_inner(&self, req: Message) -> Result<Message, TransportError> {
-        let conn = self.connection().await?;
+    async fn call_inner(&self, req: Message, deadline: tokio::time::Instant) -> Result<Message, TransportError> {
+        let t = self.opts.call_timeout;
+        let conn = tokio::time::timeout_at(deadline, self.connection()).await.map_err(|_| TransportError::Timeout(t))??;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         if !conn.pending.insert(id, tx) {
             return Err(TransportError::Disconnected(format!("{}: connection closed", self.addr)));
         }
-        // Forget the call if we are cancelled (timeout), so the map stays small.
+        // Forget the call if we are cancelled or time out, so the map stays small.
         let _guard = Forget(&conn.pending, id);
-        if conn.tx.send((id, req)).await.is_err() {
-            return Err(TransportError::Disconnected(format!("{}: connection closed", self.addr)));
+        let rx_before = conn.rx_frames.load(Ordering::Relaxed);
+        match tokio::time::timeout_at(deadline, conn.tx.send((id, req))).await {
+            Err(_) => return Err(TransportError::Timeout(t)),
+            Ok(Err(_)) => return Err(TransportError::Disconnected(format!("{}: connection closed", self.addr))),
+            Ok(Ok(())) => {}
         }
-        rx.await
-            .unwrap_or_else(|_| Err(TransportError::Disconnected(format!("{}: connection closed", self.addr))))
+        match tokio::time::timeout_at(deadline, rx).await {
+            Ok(r) => {
+                r.unwrap_or_else(|_| Err(TransportError::Disconnected(format!("{}: connection closed", self.addr))))
+            }
+            Err(_) => {
+                // Silence on the whole connection since we sent: the peer is
+                // hung or the path is dead (a half-open socket never errors).
+                // Give up on this connection; the next call opens a new one.
+                if conn.rx_frames.load(Ordering::Relaxed) == rx_before && !conn.dead.swap(true, Ordering::AcqRel) {
+                    tracing::warn!(peer = %self.addr, "no reply from the peer within {t:?}; will reconnect");
+                }
+                Err(TransportError::Timeout(t))
+            }
+        }
     }
 }
 
@@ -204,11 +225,8 @@ async fn handshake(addr: &str) -> Result<TcpStream, TransportError> {
 #[async_trait]
 impl RpcClient for TcpClient {
     async fn call(&self, req: Message, _reply_bulk_max: usize) -> Result<Message, TransportError> {
-        let t = self.opts.call_timeout;
-        match tokio::time::timeout(t, self.call_inner(req)).await {
-            Ok(r) => r,
-            Err(_) => Err(TransportError::Timeout(t)),
-        }
+        let deadline = tokio::time::Instant::now() + self.opts.call_timeout;
+        self.call_inner(req, deadline).await
     }
 
     fn describe(&self) -> String {

@@ -240,3 +240,43 @@ async fn reconnects_after_server_restart() {
     assert_eq!(&r.head[..], b"kcab");
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_silent_connection_is_replaced_after_a_timeout() {
+    // First connection: hello, then silence (a hung peer or a half-open
+    // socket). Later connections: a minimal echo server.
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        let mut keep = Vec::new();
+        let mut n = 0;
+        while let Ok((mut s, _)) = l.accept().await {
+            n += 1;
+            let mut h = [0u8; 8];
+            s.read_exact(&mut h).await.unwrap();
+            s.write_all(&hello(0)).await.unwrap();
+            if n == 1 {
+                keep.push(s);
+                continue;
+            }
+            tokio::spawn(async move {
+                let mut buf = BytesMut::new();
+                loop {
+                    match decode(&mut buf, 1 << 20) {
+                        Decoded::Complete(id, m) => s.write_all(&encode_frame(id, &m)).await.unwrap(),
+                        Decoded::Incomplete(_) => {
+                            if s.read_buf(&mut buf).await.unwrap() == 0 {
+                                return;
+                            }
+                        }
+                        Decoded::Invalid(e) => panic!("{e}"),
+                    }
+                }
+            });
+        }
+    });
+    let c = TcpClient::connect(&addr, opts(300)).await.unwrap();
+    assert!(matches!(c.call(msg("x", vec![]), 0).await, Err(TransportError::Timeout(_))));
+    let r = c.call(msg("again", vec![1]), 0).await.unwrap();
+    assert_eq!(&r.head[..], b"again", "the next call used a fresh connection");
+}
