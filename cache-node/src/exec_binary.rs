@@ -132,7 +132,7 @@ impl Session {
                     ok(out, 0, &[], &[], &[]);
                 }
             }
-            op::NOOP | op::VERBOSITY => ok(out, 0, &[], &[], &[]),
+            op::NOOP => ok(out, 0, &[], &[], &[]),
             op::VERSION => ok(out, 0, &[], &[], VERSION.as_bytes()),
             op::STAT => {
                 let args: Vec<&[u8]> = if req.key.is_empty() { vec![] } else { vec![req.key] };

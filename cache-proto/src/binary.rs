@@ -42,6 +42,7 @@ pub mod op {
     pub const FLUSHQ: u8 = 0x18;
     pub const APPENDQ: u8 = 0x19;
     pub const PREPENDQ: u8 = 0x1a;
+    /// memcached 1.6.18 answers "Unknown command" to it; so do we
     pub const VERBOSITY: u8 = 0x1b;
     pub const TOUCH: u8 = 0x1c;
     pub const GAT: u8 = 0x1d;
@@ -211,7 +212,6 @@ pub fn parse(buf: &[u8], max_value: usize) -> Parse<Frame<'_>> {
         DELETE | DELETEQ => kl > 0 && el == 0 && bl == kl,
         INCREMENT | INCREMENTQ | DECREMENT | DECREMENTQ => kl > 0 && el == 20 && bl == kl + 20,
         STAT => el == 0 && bl == kl,
-        VERBOSITY => el == 4 && kl == 0 && bl == 4,
         TOUCH | GAT | GATQ | GATK | GATKQ => el == 4 && kl != 0 && bl == kl + 4,
         _ => {
             return Parse::Done(
