@@ -51,9 +51,14 @@ pub fn decode(kind: Kind, key: &str, v: &Bytes) -> Option<Bytes> {
     (u32at(12) == crc32fast::hash(&payload)).then_some(payload)
 }
 
-/// Is `v` a placeholder written for `key`?
-pub fn is_placeholder(key: &str, v: &Bytes) -> bool {
-    decode(Kind::Placeholder, key, v).is_some()
+/// The placeholder a populating gateway claims a key with (the same for
+/// every key, so one encoded value serves a whole claim batch).
+pub fn placeholder() -> Bytes {
+    encode(Kind::Placeholder, "", b"")
+}
+
+pub fn is_placeholder(v: &Bytes) -> bool {
+    decode(Kind::Placeholder, "", v).is_some()
 }
 
 fn kind_tag(k: FileKind) -> u8 {

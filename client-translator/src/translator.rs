@@ -1,0 +1,335 @@
+//! The CMCache translator: DESIGN.md's operation table, gateway side.
+
+use crate::metrics;
+use async_trait::async_trait;
+use bytes::{Bytes, BytesMut};
+use cache_bank::value::{self, Kind};
+use cache_bank::{Bank, BankOptions, CacheKey, Hit, Keys, Update};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+use xlator::volume::CacheConfig;
+use xlator::*;
+
+/// What the gateway holds: the config under a lease, or `None` (bypass).
+pub type HeldConfig = Option<Arc<CacheConfig>>;
+
+const MAX_HINTS: usize = 200_000;
+
+struct Layout {
+    epoch: u64,
+    nodes: Vec<String>,
+    placement: xlator::volume::Placement,
+    keys: Keys,
+    bank: Arc<Bank>,
+}
+
+pub struct CmCache {
+    below: Next,
+    config: watch::Receiver<HeldConfig>,
+    layout: Mutex<Option<Arc<Layout>>>,
+    /// (parent, name) -> the child's id last seen: lets a lookup fetch the
+    /// entry and the child's stat in one round trip. Only a guess: the
+    /// entry fetched with it decides.
+    hints: Mutex<HashMap<(FileId, String), FileId>>,
+    /// read timeout override (tests on a loaded machine); None = config's
+    timeout: Option<Duration>,
+}
+
+impl CmCache {
+    pub fn new(below: Next, config: watch::Receiver<HeldConfig>) -> CmCache {
+        CmCache { below, config, layout: Mutex::new(None), hints: Mutex::new(HashMap::new()), timeout: None }
+    }
+
+    /// Use this bank read timeout instead of the volume's `timeout_ms`.
+    pub fn with_timeout(mut self, t: Duration) -> CmCache {
+        self.timeout = Some(t);
+        self
+    }
+
+    fn layout(&self) -> Option<Arc<Layout>> {
+        let held = self.config.borrow().clone()?;
+        if held.nodes.is_empty() || held.block_size < 256 || !held.block_size.is_power_of_two() {
+            return None;
+        }
+        let mut cur = self.layout.lock().unwrap();
+        if let Some(l) = &*cur {
+            if l.epoch == held.epoch {
+                return Some(l.clone());
+            }
+        }
+        let bank = match &*cur {
+            Some(l) if l.nodes == held.nodes && l.placement == held.placement => l.bank.clone(),
+            _ => Arc::new(Bank::new(
+                &held.nodes,
+                held.placement,
+                BankOptions {
+                    timeout: self.timeout.unwrap_or(Duration::from_millis(held.timeout_ms.max(1))),
+                    ..Default::default()
+                },
+            )),
+        };
+        let l = Arc::new(Layout {
+            epoch: held.epoch,
+            nodes: held.nodes.clone(),
+            placement: held.placement,
+            keys: Keys::from_config(&held),
+            bank,
+        });
+        *cur = Some(l.clone());
+        Some(l)
+    }
+
+    fn hint(&self, parent: FileId, name: &str) -> Option<FileId> {
+        self.hints.lock().unwrap().get(&(parent, name.to_string())).copied()
+    }
+
+    fn remember(&self, parent: FileId, name: &str, child: FileId) {
+        let mut h = self.hints.lock().unwrap();
+        if h.len() >= MAX_HINTS {
+            h.clear();
+        }
+        h.insert((parent, name.to_string()), child);
+    }
+
+    fn forget(&self, parent: Option<FileId>, name: &str) {
+        if let Some(p) = parent {
+            self.hints.lock().unwrap().remove(&(p, name.to_string()));
+        }
+    }
+}
+
+/// A claimed key: either someone's real value, or our placeholder's CAS.
+enum Claim {
+    Value(Bytes),
+    Mine(u64),
+    Nothing,
+}
+
+fn claim_of(h: Option<Hit>) -> Claim {
+    match h {
+        Some(h) if value::is_placeholder(&h.value) => match h.cas {
+            Some(c) => Claim::Mine(c),
+            None => Claim::Nothing,
+        },
+        Some(h) => Claim::Value(h.value),
+        None => Claim::Nothing,
+    }
+}
+
+fn stat_of(key: &CacheKey, v: &Bytes, fid: FileId) -> Option<Attr> {
+    value::decode(Kind::Stat, &key.key, v).and_then(|p| value::parse_attr(&p)).filter(|a| a.fid == fid)
+}
+
+fn cas(key: CacheKey, kind: Kind, payload: &[u8], c: u64) -> Update {
+    let v = value::encode(kind, &key.key, payload);
+    Update::Cas(key, v, c)
+}
+
+impl CmCache {
+    /// A file's merged stat from the bank, or from the storage servers with
+    /// a claimed populate (claim, read storage, cas — a mutation's delete in
+    /// between breaks the claim, so no stale stat can land).
+    async fn stat(&self, l: &Layout, loc: &Loc, fid: FileId) -> FsResult<Attr> {
+        let key = l.keys.stat(fid);
+        let got = l.bank.claim_many(std::slice::from_ref(&key), &value::placeholder()).await;
+        let c = match claim_of(got.into_iter().next().flatten()) {
+            Claim::Value(v) => {
+                if let Some(a) = stat_of(&key, &v, fid) {
+                    metrics::count("getattr", "hit");
+                    return Ok(a);
+                }
+                None
+            }
+            Claim::Mine(c) => Some(c),
+            Claim::Nothing => None,
+        };
+        metrics::count("getattr", "miss");
+        let a = self.below.getattr(loc).await?;
+        if let (Some(c), true) = (c, a.fid == fid) {
+            let _ = l.bank.update(&[cas(key, Kind::Stat, &value::attr_payload(&a), c)], None).await;
+        }
+        Ok(a)
+    }
+}
+
+#[async_trait]
+impl Translator for CmCache {
+    fn name(&self) -> &str {
+        "cmcache"
+    }
+
+    fn next(&self) -> Option<&Next> {
+        Some(&self.below)
+    }
+
+    /// Entry and (guessed) child stat in one round trip; a miss forwards the
+    /// lookup and populates the entry through a claim.
+    async fn lookup(&self, parent: &Loc, name: &str) -> FsResult<Attr> {
+        let (Some(l), Some(pfid)) = (self.layout(), parent.fid) else {
+            metrics::count("lookup", "bypass");
+            return self.below.lookup(parent, name).await;
+        };
+        let dkey = l.keys.dentry(pfid, name);
+        let hint = self.hint(pfid, name);
+        let mut keys = vec![dkey.clone()];
+        if let Some(h) = hint {
+            keys.push(l.keys.stat(h));
+        }
+        let got = l.bank.claim_many(&keys, &value::placeholder()).await;
+        let mut got = got.into_iter();
+        let dentry = claim_of(got.next().flatten());
+        let hinted = got.next().flatten();
+        let dclaim = match dentry {
+            Claim::Value(v) => match value::decode(Kind::Dentry, &dkey.key, &v).and_then(|p| value::parse_dentry(&p, name)) {
+                Some((fid, _kind)) => {
+                    // the entry is known: the stat comes with it (hint) or next
+                    if hint == Some(fid) {
+                        if let Some(a) = hinted.as_ref().and_then(|h| stat_of(&keys[1], &h.value, fid)) {
+                            metrics::count("lookup", "hit");
+                            return Ok(a);
+                        }
+                    }
+                    self.remember(pfid, name, fid);
+                    metrics::count("lookup", "hit");
+                    return self.stat(&l, &parent.child(name).with_fid(fid), fid).await;
+                }
+                None => None,
+            },
+            Claim::Mine(c) => Some(c),
+            Claim::Nothing => None,
+        };
+        metrics::count("lookup", "miss");
+        let a = self.below.lookup(parent, name).await?;
+        self.remember(pfid, name, a.fid);
+        let mut ups = Vec::new();
+        if let Some(c) = dclaim {
+            ups.push(cas(dkey, Kind::Dentry, &value::dentry_payload(a.fid, a.kind, name), c));
+        }
+        if let (Some(h), Some(hit)) = (hint, hinted) {
+            if h == a.fid && value::is_placeholder(&hit.value) {
+                if let Some(c) = hit.cas {
+                    ups.push(cas(keys[1].clone(), Kind::Stat, &value::attr_payload(&a), c));
+                }
+            }
+        }
+        if !ups.is_empty() {
+            let _ = l.bank.update(&ups, None).await;
+        }
+        Ok(a)
+    }
+
+    async fn getattr(&self, loc: &Loc) -> FsResult<Attr> {
+        let (Some(l), Some(fid)) = (self.layout(), loc.fid) else {
+            metrics::count("getattr", "bypass");
+            return self.below.getattr(loc).await;
+        };
+        self.stat(&l, loc, fid).await
+    }
+
+    /// Every covering block in one round trip (with the stat, needed only
+    /// when a short block leaves the end of file in question); all present
+    /// → assembled here; any missing → forwarded (the owning storage server
+    /// populates the blocks as it answers).
+    async fn read(&self, loc: &Loc, offset: u64, size: u32) -> FsResult<Data> {
+        let (Some(l), Some(fid)) = (self.layout(), loc.fid) else {
+            metrics::count("read", "bypass");
+            return self.below.read(loc, offset, size).await;
+        };
+        let Some((first, last)) = l.keys.covering(offset, size as u64) else {
+            return self.below.read(loc, offset, size).await;
+        };
+        let bs = l.keys.block_size as u64;
+        let skey = l.keys.stat(fid);
+        let mut keys = Vec::with_capacity((last - first + 2) as usize);
+        keys.push(skey.clone());
+        keys.extend((first..=last).map(|n| l.keys.block(fid, n)));
+        let got = l.bank.get_many(&keys, false).await;
+        let mut blocks = Vec::with_capacity(keys.len() - 1);
+        for (k, h) in keys[1..].iter().zip(&got[1..]) {
+            match h.as_ref().and_then(|h| value::decode(Kind::Block, &k.key, &h.value)) {
+                Some(p) if p.len() as u64 <= bs => blocks.push(p),
+                _ => {
+                    metrics::count("read", "miss");
+                    let d = self.below.read(loc, offset, size).await?;
+                    metrics::READ_BYTES.with_label_values(&["storage"]).inc_by(d.len() as u64);
+                    return Ok(d);
+                }
+            }
+        }
+        let end = offset + size as u64;
+        let eof = if blocks.iter().all(|b| b.len() as u64 == bs) {
+            end
+        } else {
+            let size = match got[0].as_ref().and_then(|h| stat_of(&skey, &h.value, fid)) {
+                Some(a) => a.size,
+                None => self.stat(&l, loc, fid).await?.size,
+            };
+            size.min(end)
+        };
+        if eof <= offset {
+            metrics::count("read", "hit");
+            return Ok(Bytes::new());
+        }
+        // one block answers a small read without a copy
+        if first == last && (blocks[0].len() as u64) >= eof - first * bs {
+            let s = (offset - first * bs) as usize;
+            metrics::count("read", "hit");
+            metrics::READ_BYTES.with_label_values(&["bank"]).inc_by(eof - offset);
+            return Ok(blocks[0].slice(s..s + (eof - offset) as usize));
+        }
+        let mut out = BytesMut::with_capacity((eof - offset) as usize);
+        for (i, b) in blocks.iter().enumerate() {
+            let bstart = (first + i as u64) * bs;
+            let (s, e) = (offset.max(bstart), eof.min(bstart + bs));
+            if s >= e {
+                continue;
+            }
+            let (rs, re) = ((s - bstart) as usize, (e - bstart) as usize);
+            let have = b.len().min(re);
+            if rs < have {
+                out.extend_from_slice(&b[rs..have]);
+            }
+            // past a block's valid length, inside the file: a hole
+            out.resize(out.len() + (re - have.max(rs)), 0);
+        }
+        metrics::count("read", "hit");
+        metrics::READ_BYTES.with_label_values(&["bank"]).inc_by(out.len() as u64);
+        Ok(out.freeze())
+    }
+
+    async fn unlink(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
+        self.forget(parent.fid, name);
+        self.below.unlink(parent, name).await
+    }
+
+    async fn rmdir(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
+        self.forget(parent.fid, name);
+        self.below.rmdir(parent, name).await
+    }
+
+    async fn rename(
+        &self,
+        parent: &Loc,
+        name: &str,
+        newparent: &Loc,
+        newname: &str,
+        flags: RenameFlags,
+    ) -> FsResult<Renamed> {
+        self.forget(parent.fid, name);
+        self.forget(newparent.fid, newname);
+        self.below.rename(parent, name, newparent, newname, flags).await
+    }
+}
+
+trait WithFid {
+    fn with_fid(self, fid: FileId) -> Loc;
+}
+
+impl WithFid for Loc {
+    fn with_fid(mut self, fid: FileId) -> Loc {
+        self.fid = Some(fid);
+        self
+    }
+}

@@ -1,0 +1,381 @@
+//! The SMCache translator: DESIGN.md's operation table, server side.
+
+use crate::changes::{self, Change, K};
+use crate::locks::FileLocks;
+use crate::metrics;
+use crate::state::{Layout, Layouts};
+use async_trait::async_trait;
+use bytes::Bytes;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use xlator::volume::CacheConfig;
+use xlator::*;
+
+/// How long a mutation waits for the bank to confirm its cache changes
+/// before answering EIO (below the gateways' storage RPC timeout of 10 s).
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(8);
+
+/// Largest aligned read SMCache widens a request to (bigger reads pass
+/// through unpopulated).
+const MAX_POPULATE: u64 = 8 << 20;
+
+#[derive(Clone, Debug)]
+pub struct SmOptions {
+    /// the dissertation's "threaded" mode: a write deletes the blocks it
+    /// covers before replying and rewrites them afterwards, off the reply path
+    pub threaded: bool,
+    pub deadline: Duration,
+}
+
+impl Default for SmOptions {
+    fn default() -> Self {
+        SmOptions { threaded: false, deadline: DEFAULT_DEADLINE }
+    }
+}
+
+pub struct SmCache {
+    inner: Arc<Inner>,
+    below: Next,
+}
+
+struct Inner {
+    below: Next,
+    layouts: Layouts,
+    locks: FileLocks,
+    opts: SmOptions,
+}
+
+impl SmCache {
+    pub fn new(below: Next, config: watch::Receiver<CacheConfig>, opts: SmOptions) -> SmCache {
+        let inner = Arc::new(Inner { below: below.clone(), layouts: Layouts::new(config), locks: FileLocks::default(), opts });
+        SmCache { inner, below }
+    }
+}
+
+fn is_trunc(flags: i32) -> bool {
+    flags & libc::O_TRUNC != 0 && flags & libc::O_ACCMODE != libc::O_RDONLY
+}
+
+impl Inner {
+    async fn fid_of(&self, loc: &Loc) -> FsResult<FileId> {
+        match loc.fid {
+            Some(f) => Ok(f),
+            None => Ok(self.below.getattr(loc).await?.fid),
+        }
+    }
+
+    /// Apply `changes` and wait until the bank confirms them (or proves the
+    /// node holding them empty). Only then may the mutation be answered.
+    async fn commit(&self, l: &Layout, changes: Vec<Change>, op: &str) -> FsResult<()> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let ups = changes::updates(&changes, &l.keys);
+        let prev = self.layouts.previous();
+        let prev_ups = prev.as_ref().map(|p| changes::previous_deletes(&changes, &l.keys, &p.keys));
+        let cur = l.bank.update(&ups, Some(self.opts.deadline));
+        let old = async {
+            match (&prev, &prev_ups) {
+                (Some(p), Some(u)) => p.bank.update(u, Some(self.opts.deadline)).await,
+                _ => Ok(()),
+            }
+        };
+        let (a, b) = tokio::join!(cur, old);
+        match a.and(b) {
+            Ok(()) => {
+                metrics::count(op, "ok", ups.len() as u64);
+                Ok(())
+            }
+            Err(e) => {
+                metrics::count(op, "error", ups.len() as u64);
+                tracing::warn!(error = %e, op, "cache bank did not confirm; answering EIO");
+                Err(FsError::EIO)
+            }
+        }
+    }
+
+    /// Block payloads for `[first, last]` from an aligned read that started
+    /// at block `first` (a short read ends the file: later blocks are empty).
+    fn blocks_of(fid: FileId, first: u64, last: u64, bs: u64, data: &Bytes, add: bool) -> Vec<Change> {
+        (first..=last)
+            .map(|n| {
+                let s = ((n - first) * bs) as usize;
+                let payload =
+                    if s < data.len() { data.slice(s..(s + bs as usize).min(data.len())) } else { Bytes::new() };
+                Change::Put { k: K::Block(fid, n), payload, add }
+            })
+            .collect()
+    }
+
+    /// Read block `n` back from disk as it is now.
+    async fn read_back(&self, loc: &Loc, fid: FileId, n: u64, bs: u64) -> Change {
+        match self.below.read(loc, n * bs, bs as u32).await {
+            Ok(d) => Change::Put { k: K::Block(fid, n), payload: d, add: false },
+            Err(_) => Change::Del(K::Block(fid, n)),
+        }
+    }
+
+    /// The blocks a shrink from `old` to `new` bytes changes: the one holding
+    /// the new end is rewritten, the ones past it deleted.
+    async fn shrink(&self, l: &Layout, loc: &Loc, fid: FileId, new: u64, old: u64, out: &mut Vec<Change>) {
+        if new >= old {
+            return;
+        }
+        let bs = l.keys.block_size as u64;
+        let (first, last) = (new / bs, (old - 1) / bs);
+        for n in first..=last {
+            if n * bs < new {
+                out.push(self.read_back(loc, fid, n, bs).await);
+            } else {
+                out.push(Change::Del(K::Block(fid, n)));
+            }
+        }
+    }
+
+    /// Threaded mode: put back the blocks a write invalidated, off the reply
+    /// path, under the file's shared lock like any populate.
+    async fn repopulate(self: Arc<Self>, loc: Loc, fid: FileId, first: u64, last: u64) {
+        let Some(l) = self.layouts.current() else { return };
+        let bs = l.keys.block_size as u64;
+        let _g = self.locks.shared(fid).await;
+        if let Ok(data) = self.below.read(&loc, first * bs, ((last - first + 1) * bs) as u32).await {
+            let ch = Self::blocks_of(fid, first, last, bs, &data, true);
+            let _ = l.bank.update(&changes::updates(&ch, &l.keys), None).await;
+            metrics::count("populate", "queued", ch.len() as u64);
+        }
+    }
+}
+
+#[async_trait]
+impl Translator for SmCache {
+    fn name(&self) -> &str {
+        "smcache"
+    }
+
+    fn next(&self) -> Option<&Next> {
+        Some(&self.below)
+    }
+
+    /// Read whole covering blocks, answer the requested range, and queue the
+    /// blocks with add-if-absent semantics — while holding the file's shared
+    /// lock, so no write can slip between our disk read and our populate.
+    async fn read(&self, loc: &Loc, offset: u64, size: u32) -> FsResult<Data> {
+        let i = &self.inner;
+        let (Some(l), Some(fid)) = (i.layouts.current(), loc.fid) else {
+            return self.below.read(loc, offset, size).await;
+        };
+        let bs = l.keys.block_size as u64;
+        let Some((first, last)) = l.keys.covering(offset, size as u64) else {
+            return self.below.read(loc, offset, size).await;
+        };
+        let (astart, alen) = (first * bs, (last - first + 1) * bs);
+        if alen > MAX_POPULATE {
+            return self.below.read(loc, offset, size).await;
+        }
+        let _g = i.locks.shared(fid).await;
+        let data = self.below.read(loc, astart, alen as u32).await?;
+        let rel = (offset - astart) as usize;
+        let out = data.slice(rel.min(data.len())..(rel + size as usize).min(data.len()));
+        let ch = Inner::blocks_of(fid, first, last, bs, &data, true);
+        let _ = l.bank.update(&changes::updates(&ch, &l.keys), None).await;
+        metrics::count("populate", "queued", ch.len() as u64);
+        Ok(out)
+    }
+
+    /// Write to disk, then rewrite every covering block (full ones from the
+    /// payload, partial ones read back) and drop the file's stat, and only
+    /// then reply.
+    async fn write(&self, loc: &Loc, offset: u64, data: Data) -> FsResult<WriteReply> {
+        let i = &self.inner;
+        let (Some(l), Some(fid)) = (i.layouts.current(), loc.fid) else {
+            return self.below.write(loc, offset, data).await;
+        };
+        let bs = l.keys.block_size as u64;
+        let g = i.locks.exclusive(fid).await;
+        let r = self.below.write(loc, offset, data.clone()).await?;
+        let n = r.written as u64;
+        let mut ch = vec![Change::Del(K::Stat(fid))];
+        let span = l.keys.covering(offset, n);
+        if let Some((first, last)) = span {
+            for b in first..=last {
+                let s = b * bs;
+                if i.opts.threaded {
+                    ch.push(Change::Del(K::Block(fid, b)));
+                } else if s >= offset && s + bs <= offset + n {
+                    let at = (s - offset) as usize;
+                    ch.push(Change::Put { k: K::Block(fid, b), payload: data.slice(at..at + bs as usize), add: false });
+                } else {
+                    ch.push(i.read_back(loc, fid, b, bs).await);
+                }
+            }
+        }
+        i.commit(&l, ch, "update").await?;
+        drop(g);
+        if let (true, Some((first, last))) = (i.opts.threaded, span) {
+            if (last - first + 1) * bs <= MAX_POPULATE {
+                tokio::spawn(i.clone().repopulate(loc.clone(), fid, first, last));
+            }
+        }
+        Ok(r)
+    }
+
+    async fn setattr(&self, loc: &Loc, set: &SetAttr) -> FsResult<Attr> {
+        let i = &self.inner;
+        let Some(l) = i.layouts.current() else { return self.below.setattr(loc, set).await };
+        let Some(new) = set.size else {
+            let r = self.below.setattr(loc, set).await?;
+            i.commit(&l, vec![Change::Del(K::Stat(r.fid))], "invalidate").await?;
+            return Ok(r);
+        };
+        let fid = i.fid_of(loc).await?;
+        let _g = i.locks.exclusive(fid).await;
+        let old = self.below.getattr(loc).await?;
+        let r = self.below.setattr(loc, set).await?;
+        let mut ch = vec![Change::Del(K::Stat(fid))];
+        i.shrink(&l, loc, fid, new, old.size, &mut ch).await;
+        i.commit(&l, ch, "update").await?;
+        Ok(r)
+    }
+
+    async fn open(&self, loc: &Loc, flags: i32) -> FsResult<()> {
+        let i = &self.inner;
+        let Some(l) = i.layouts.current().filter(|_| is_trunc(flags)) else {
+            return self.below.open(loc, flags).await;
+        };
+        let fid = i.fid_of(loc).await?;
+        let _g = i.locks.exclusive(fid).await;
+        let old = self.below.getattr(loc).await?;
+        self.below.open(loc, flags).await?;
+        let mut ch = vec![Change::Del(K::Stat(fid))];
+        if old.kind == FileKind::File {
+            i.shrink(&l, loc, fid, 0, old.size, &mut ch).await;
+        }
+        i.commit(&l, ch, "update").await
+    }
+
+    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
+        let i = &self.inner;
+        let Some(l) = i.layouts.current() else { return self.below.create(parent, new, flags).await };
+        // O_TRUNC on an existing file truncates it: treat like setattr(size 0).
+        let mut pre = None;
+        if is_trunc(flags) && !new.exclusive {
+            if let Ok(a) = self.below.lookup(parent, &new.name).await {
+                if a.kind == FileKind::File {
+                    let g = i.locks.exclusive(a.fid).await;
+                    pre = Some((self.below.getattr(&Loc::new(parent.child(&new.name).path, Some(a.fid))).await?, g));
+                }
+            }
+        }
+        let r = self.below.create(parent, new, flags).await?;
+        let pfid = i.fid_of(parent).await?;
+        let mut ch = vec![
+            Change::Del(K::Stat(pfid)),
+            Change::Del(K::Dentry(pfid, new.name.clone())),
+            Change::Del(K::Stat(r.fid)),
+        ];
+        if let Some((old, _g)) = &pre {
+            if old.fid == r.fid {
+                let loc = Loc::new(parent.child(&new.name).path, Some(r.fid));
+                i.shrink(&l, &loc, r.fid, 0, old.size, &mut ch).await;
+            }
+        }
+        i.commit(&l, ch, "invalidate").await?;
+        Ok(r)
+    }
+
+    async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Attr> {
+        let r = self.below.mkdir(parent, new).await?;
+        self.namespace(parent, &new.name, None).await?;
+        Ok(r)
+    }
+
+    async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Attr> {
+        let r = self.below.mknod(parent, new, mode, rdev).await?;
+        self.namespace(parent, &new.name, None).await?;
+        Ok(r)
+    }
+
+    async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Attr> {
+        let r = self.below.symlink(parent, new, target).await?;
+        self.namespace(parent, &new.name, None).await?;
+        Ok(r)
+    }
+
+    async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Attr> {
+        let r = self.below.link(loc, newparent, newname).await?;
+        self.namespace(newparent, newname, Some(r.fid)).await?;
+        Ok(r)
+    }
+
+    async fn unlink(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
+        let r = self.below.unlink(parent, name).await?;
+        self.namespace(parent, name, Some(r.fid)).await?;
+        Ok(r)
+    }
+
+    async fn rmdir(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
+        let r = self.below.rmdir(parent, name).await?;
+        self.namespace(parent, name, Some(r.fid)).await?;
+        Ok(r)
+    }
+
+    async fn rename(
+        &self,
+        parent: &Loc,
+        name: &str,
+        newparent: &Loc,
+        newname: &str,
+        flags: RenameFlags,
+    ) -> FsResult<Renamed> {
+        let i = &self.inner;
+        let r = self.below.rename(parent, name, newparent, newname, flags).await?;
+        let Some(l) = i.layouts.current() else { return Ok(r) };
+        let (p, np) = (i.fid_of(parent).await?, i.fid_of(newparent).await?);
+        let mut ch = vec![
+            Change::Del(K::Dentry(p, name.to_string())),
+            Change::Del(K::Dentry(np, newname.to_string())),
+            Change::Del(K::Stat(p)),
+            Change::Del(K::Stat(np)),
+            Change::Del(K::Stat(r.moved)),
+        ];
+        if let Some(x) = &r.replaced {
+            ch.push(Change::Del(K::Stat(x.fid)));
+        }
+        i.commit(&l, ch, "invalidate").await?;
+        Ok(r)
+    }
+
+    async fn setxattr(&self, loc: &Loc, name: &str, value: &[u8], flags: XattrFlags) -> FsResult<()> {
+        self.below.setxattr(loc, name, value, flags).await?;
+        self.touched(loc).await
+    }
+
+    async fn removexattr(&self, loc: &Loc, name: &str) -> FsResult<()> {
+        self.below.removexattr(loc, name).await?;
+        self.touched(loc).await
+    }
+}
+
+impl SmCache {
+    /// After a namespace change in `parent` (entry `name`, affecting file
+    /// `child` if known): drop the parent's stat, the entry, the child's stat.
+    async fn namespace(&self, parent: &Loc, name: &str, child: Option<FileId>) -> FsResult<()> {
+        let i = &self.inner;
+        let Some(l) = i.layouts.current() else { return Ok(()) };
+        let p = i.fid_of(parent).await?;
+        let mut ch = vec![Change::Del(K::Stat(p)), Change::Del(K::Dentry(p, name.to_string()))];
+        if let Some(c) = child {
+            ch.push(Change::Del(K::Stat(c)));
+        }
+        i.commit(&l, ch, "invalidate").await
+    }
+
+    /// A file's ctime changed: drop its stat.
+    async fn touched(&self, loc: &Loc) -> FsResult<()> {
+        let i = &self.inner;
+        let Some(l) = i.layouts.current() else { return Ok(()) };
+        let f = i.fid_of(loc).await?;
+        i.commit(&l, vec![Change::Del(K::Stat(f))], "invalidate").await
+    }
+}
