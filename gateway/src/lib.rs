@@ -17,6 +17,7 @@
 //! on read), so several gateways on the same servers stay coherent;
 //! `--kernel-cache` trades that for speed when one gateway is alone.
 
+pub mod admin;
 pub mod fuse;
 pub mod graph;
 pub mod iostats;
@@ -46,6 +47,10 @@ pub struct Args {
     /// Serve the admin API on this address (e.g. 127.0.0.1:0).
     #[arg(long)]
     pub admin: Option<String>,
+    /// Bearer token for the admin API (default: $IMCA_ADMIN_TOKEN); required
+    /// when --admin is not a loopback address.
+    #[arg(long)]
+    pub admin_token_file: Option<PathBuf>,
     /// Stripe unit in bytes (suffixes K, M accepted); a power of two ≥ 4K.
     #[arg(long, default_value = "128K", value_parser = parse_size)]
     pub stripe_unit: u64,
@@ -187,10 +192,21 @@ async fn admin_slot(
     servers: &[std::sync::Arc<protocol_client::ProtocolClient>],
     stopped: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<Option<String>> {
-    let _ = (graph, servers, stopped);
-    if let Some(addr) = &args.admin {
-        tracing::warn!(%addr, "--admin: the admin API is not wired into the gateway yet");
-    }
-    Ok(None)
+    let Some(addr) = &args.admin else { return Ok(None) };
+    let token = ::admin::auth::load_token(args.admin_token_file.as_deref())?;
+    let stopped = futures::FutureExt::shared(Box::pin(stopped));
+    let storage = std::sync::Arc::new(admin::StorageServers::new(servers.to_vec(), args.storage_servers.clone()));
+    let lease = admin::start_lease(storage.clone(), stopped.clone()).await?;
+    let backend = std::sync::Arc::new(admin::GatewayAdmin {
+        servers: storage,
+        lease,
+        pipeline: graph.names(),
+        mountpoint: Some(args.mountpoint.clone()),
+        stripe_unit: args.stripe_unit as u32,
+        started: std::time::Instant::now(),
+    });
+    let url = admin::serve(addr, token, backend, stopped).await?;
+    tracing::info!(%url, "admin API up");
+    Ok(Some(url))
 }
 // ────────────────────────────────────────────────────────────────────────────
