@@ -140,15 +140,19 @@ impl TcpClient {
         let (p, d, peer, max) = (pending.clone(), dead.clone(), self.addr.clone(), self.opts.max_frame);
         let lr = rx_frames.clone();
         let reader = tokio::spawn(async move {
-            let why = frame::read_frames(rd, max, |id, msg| {
-                lr.fetch_add(1, Ordering::Relaxed);
-                if let Some(w) = p.take(id) {
-                    let _ = w.send(Ok(msg));
+            let mut frames = frame::FrameReader::new(rd, max);
+            let why = loop {
+                match frames.next().await {
+                    Ok((id, msg)) => {
+                        lr.fetch_add(1, Ordering::Relaxed);
+                        // A reply for a call that already timed out is dropped.
+                        if let Some(w) = p.take(id) {
+                            let _ = w.send(Ok(msg));
+                        }
+                    }
+                    Err(why) => break why,
                 }
-                // A reply for a call that already timed out is dropped.
-                true
-            })
-            .await;
+            };
             d.store(true, Ordering::Release);
             tracing::warn!(%peer, "storage RPC connection ended: {why}");
             p.fail_all(&why);

@@ -75,35 +75,39 @@ pub fn parse_hello(h: &[u8; 8]) -> Result<(u16, u16), String> {
     Ok((u16::from_le_bytes([h[4], h[5]]), u16::from_le_bytes([h[6], h[7]])))
 }
 
-/// Read frames until EOF or an error; calls `on_frame` for each. Returns the
-/// reason the stream ended.
-pub async fn read_frames<R, F>(mut rd: R, max_frame: usize, mut on_frame: F) -> String
-where
-    R: AsyncRead + Unpin,
-    F: FnMut(u64, Message) -> bool,
-{
-    let mut buf = BytesMut::with_capacity(64 * 1024);
-    loop {
-        match decode(&mut buf, max_frame) {
-            Decoded::Complete(id, msg) => {
-                if !on_frame(id, msg) {
-                    return "closed locally".into();
+/// Reads frames from a stream into one growing buffer; each frame's head
+/// and bulk are slices of that buffer (no copy after the socket read).
+pub struct FrameReader<R> {
+    rd: R,
+    buf: BytesMut,
+    max_frame: usize,
+}
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    pub fn new(rd: R, max_frame: usize) -> Self {
+        FrameReader { rd, buf: BytesMut::with_capacity(64 * 1024), max_frame }
+    }
+
+    /// The next frame; `Err(reason)` when the stream ended or broke (a clean
+    /// close between frames reads "closed by peer").
+    pub async fn next(&mut self) -> Result<(u64, Message), String> {
+        loop {
+            match decode(&mut self.buf, self.max_frame) {
+                Decoded::Complete(id, msg) => return Ok((id, msg)),
+                Decoded::Invalid(why) => return Err(format!("invalid frame: {why}")),
+                Decoded::Incomplete(need) => {
+                    // Reserve the whole frame at once so a large bulk arrives
+                    // in one allocation; keep a floor so small frames batch.
+                    let want = need.saturating_sub(self.buf.len()).max(64 * 1024);
+                    self.buf.reserve(want);
                 }
-                continue;
             }
-            Decoded::Invalid(why) => return format!("invalid frame: {why}"),
-            Decoded::Incomplete(need) => {
-                // Reserve the whole frame at once so a large bulk arrives in
-                // one allocation; keep a floor so small frames batch.
-                let want = need.saturating_sub(buf.len()).max(64 * 1024);
-                buf.reserve(want);
+            match self.rd.read_buf(&mut self.buf).await {
+                Ok(0) if self.buf.is_empty() => return Err("closed by peer".into()),
+                Ok(0) => return Err(format!("closed by peer mid-frame ({} bytes pending)", self.buf.len())),
+                Ok(_) => {}
+                Err(e) => return Err(format!("read error: {e}")),
             }
-        }
-        match rd.read_buf(&mut buf).await {
-            Ok(0) if buf.is_empty() => return "closed by peer".into(),
-            Ok(0) => return format!("closed by peer mid-frame ({} bytes pending)", buf.len()),
-            Ok(_) => {}
-            Err(e) => return format!("read error: {e}"),
         }
     }
 }

@@ -105,19 +105,28 @@ async fn serve_conn(
     let in_flight = Arc::new(Semaphore::new(opts.max_in_flight));
     let mut tasks = JoinSet::new();
 
-    let reading = frame::read_frames(rd, opts.max_frame, |id, msg| {
-        let (svc, tx, sem) = (svc.clone(), tx.clone(), in_flight.clone());
+    let mut frames = frame::FrameReader::new(rd, opts.max_frame);
+    let why = loop {
+        // Take a slot before reading on: a client that pipelines without
+        // bound waits in its socket buffer, not in our memory.
+        let permit = tokio::select! {
+            p = in_flight.clone().acquire_owned() => p.expect("semaphore never closed"),
+            _ = stop.wait_for(|s| *s) => break "server shutting down".to_string(),
+        };
+        let (id, msg) = tokio::select! {
+            r = frames.next() => match r {
+                Ok(f) => f,
+                Err(why) => break why,
+            },
+            _ = stop.wait_for(|s| *s) => break "server shutting down".to_string(),
+        };
+        let (svc, tx) = (svc.clone(), tx.clone());
         tasks.spawn(async move {
-            let _permit = sem.acquire_owned().await;
             let reply = svc.handle(msg).await;
             let _ = tx.send((id, reply)).await;
+            drop(permit);
         });
         while tasks.try_join_next().is_some() {}
-        true
-    });
-    let why = tokio::select! {
-        why = reading => why,
-        _ = stop.wait_for(|s| *s) => "server shutting down".to_string(),
     };
     if why.starts_with("invalid") || why.contains("mid-frame") || why.starts_with("read error") {
         tracing::warn!(%peer, "dropping storage RPC connection: {why}");

@@ -280,3 +280,43 @@ async fn a_silent_connection_is_replaced_after_a_timeout() {
     let r = c.call(msg("again", vec![1]), 0).await.unwrap();
     assert_eq!(&r.head[..], b"again", "the next call used a fresh connection");
 }
+
+/// Counts how many requests it serves at once.
+struct Gauge {
+    now: std::sync::atomic::AtomicUsize,
+    max: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait]
+impl RpcService for Gauge {
+    async fn handle(&self, req: Message) -> Message {
+        use std::sync::atomic::Ordering::SeqCst;
+        let n = self.now.fetch_add(1, SeqCst) + 1;
+        self.max.fetch_max(n, SeqCst);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        self.now.fetch_sub(1, SeqCst);
+        req
+    }
+}
+
+#[tokio::test]
+async fn in_flight_requests_per_connection_are_bounded() {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let g = Arc::new(Gauge { now: Default::default(), max: Default::default() });
+    let svc: Arc<dyn RpcService> = g.clone();
+    let opts = ServerOptions { max_in_flight: 3, ..Default::default() };
+    tokio::spawn(serve(l, svc, opts, std::future::pending()));
+    let c = Arc::new(TcpClient::connect(&addr, opts(20_000)).await.unwrap());
+    let calls: Vec<_> = (0..30)
+        .map(|i| {
+            let c = c.clone();
+            tokio::spawn(async move { c.call(msg(&format!("{i}"), vec![0; 1000]), 0).await.unwrap() })
+        })
+        .collect();
+    for (i, h) in calls.into_iter().enumerate() {
+        assert_eq!(h.await.unwrap().head, format!("{i}").as_bytes());
+    }
+    let max = g.max.load(std::sync::atomic::Ordering::SeqCst);
+    assert!((1..=3).contains(&max), "served {max} at once with a bound of 3");
+}
