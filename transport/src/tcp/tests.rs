@@ -305,8 +305,8 @@ async fn in_flight_requests_per_connection_are_bounded() {
     let addr = l.local_addr().unwrap().to_string();
     let g = Arc::new(Gauge { now: Default::default(), max: Default::default() });
     let svc: Arc<dyn RpcService> = g.clone();
-    let opts = ServerOptions { max_in_flight: 3, ..Default::default() };
-    tokio::spawn(serve(l, svc, opts, std::future::pending()));
+    let server_opts = ServerOptions { max_in_flight: 3, ..Default::default() };
+    tokio::spawn(serve(l, svc, server_opts, std::future::pending()));
     let c = Arc::new(TcpClient::connect(&addr, opts(20_000)).await.unwrap());
     let calls: Vec<_> = (0..30)
         .map(|i| {
