@@ -229,7 +229,8 @@ impl Translator for Stripe {
         };
         // Bytes that some server really returned end here; a short piece is a
         // hole when a later byte exists, or the end of the file otherwise.
-        let data_end = pieces.iter().zip(&got).map(|(p, d)| p.buf_off + d.len()).max().unwrap_or(0);
+        let data_end =
+            pieces.iter().zip(&got).filter(|(_, d)| !d.is_empty()).map(|(p, d)| p.buf_off + d.len()).max().unwrap_or(0);
         let len = if last_full {
             size as usize
         } else {
