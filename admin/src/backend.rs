@@ -98,7 +98,7 @@ pub struct NodeStatus {
     pub error: Option<String>,
 }
 
-/// Hits and misses of one cached operation (lookup, stat, read) at this gateway.
+/// Hits and misses of one cached operation (lookup, getattr = stat, read) at this gateway.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct OpHitRatio {

@@ -246,10 +246,10 @@ fn admin_ratio(hits: u64, misses: u64) -> Option<f64> {
 }
 
 /// Hits and misses per cached operation, from CMCache's counters
-/// (`imca_gateway_cache_requests_total{op,result}`).
+/// (`imca_gateway_cache_total{op,result}`; `bypass` is neither).
 fn op_hit_ratios() -> Vec<OpHitRatio> {
     let f = prometheus::gather();
-    ["lookup", "stat", "read"]
+    ["lookup", "getattr", "read"]
         .iter()
         .map(|op| {
             let h = counter(&f, CACHE_METRIC, &[("op", op), ("result", "hit")]);
@@ -259,7 +259,7 @@ fn op_hit_ratios() -> Vec<OpHitRatio> {
         .collect()
 }
 
-const CACHE_METRIC: &str = "imca_gateway_cache_requests_total";
+const CACHE_METRIC: &str = "imca_gateway_cache_total";
 
 /// Sum of a counter's series whose labels include all of `want`.
 fn counter(families: &[prometheus::proto::MetricFamily], name: &str, want: &[(&str, &str)]) -> u64 {

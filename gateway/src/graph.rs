@@ -15,6 +15,9 @@ pub struct GraphConfig {
     pub stripe_unit: u64,
     /// cache-node addresses given on the command line (empty: no cache)
     pub cache_nodes: Vec<String>,
+    /// the volume's cache config under the gateway's lease (admin::lease);
+    /// None: no CMCache in the graph
+    pub volume_config: Option<tokio::sync::watch::Receiver<client_translator::HeldConfig>>,
 }
 
 /// The built graph, with handles to the parts others need (admin API, tests).
@@ -53,7 +56,9 @@ pub fn build(leaves: Vec<Next>, cfg: &GraphConfig) -> Result<Graph, StripeError>
 // wrapper. Everything it needs is in `cfg` (cache nodes) and can be added to
 // `GraphConfig`; the volume's live CacheConfig comes from the storage servers.
 fn client_translator(below: Next, cfg: &GraphConfig) -> Next {
-    let _ = &cfg.cache_nodes;
-    below
+    match &cfg.volume_config {
+        Some(rx) => Arc::new(client_translator::CmCache::new(below, rx.clone())),
+        None => below,
+    }
 }
 // ────────────────────────────────────────────────────────────────────────────

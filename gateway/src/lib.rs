@@ -118,11 +118,6 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
     let timeout = Duration::from_secs_f64(args.timeout.max(0.001));
     let clients = storage::connect(&args.storage_servers, timeout).await?;
     let leaves = clients.iter().map(|c| c.clone() as xlator::Next).collect();
-    let graph = graph::build(
-        leaves,
-        &graph::GraphConfig { stripe_unit: args.stripe_unit, cache_nodes: args.cache_nodes.clone() },
-    )?;
-    tracing::info!(pipeline = ?graph.names(), "client graph built");
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = move || {
@@ -131,6 +126,19 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
             let _ = rx.wait_for(|s| *s).await;
         }
     };
+    // The volume's cache config, held under a lease (admin::lease): CMCache
+    // uses it for keys and bypasses the bank while it is withdrawn.
+    let servers = std::sync::Arc::new(admin::StorageServers::new(clients.clone(), args.storage_servers.clone()));
+    let lease = admin::start_lease(servers.clone(), stopped()).await?;
+    let graph = graph::build(
+        leaves,
+        &graph::GraphConfig {
+            stripe_unit: args.stripe_unit,
+            cache_nodes: args.cache_nodes.clone(),
+            volume_config: Some(lease.subscribe()),
+        },
+    )?;
+    tracing::info!(pipeline = ?graph.names(), "client graph built");
     let metrics_url = match &args.metrics {
         Some(addr) => {
             let l = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding metrics on {addr}"))?;
@@ -140,7 +148,7 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
         }
         None => None,
     };
-    let admin_url = admin_slot(&args, &graph, &clients, stopped()).await?;
+    let admin_url = admin_slot(&args, &graph, servers, lease, stopped()).await?;
 
     let policy = if args.kernel_cache { fuse::CachePolicy::KERNEL } else { fuse::CachePolicy::COHERENT };
     let fs = fuse::GatewayFs::new(tokio::runtime::Handle::current(), graph.top.clone(), policy);
@@ -189,16 +197,14 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
 async fn admin_slot(
     args: &Args,
     graph: &graph::Graph,
-    servers: &[std::sync::Arc<protocol_client::ProtocolClient>],
+    servers: std::sync::Arc<admin::StorageServers>,
+    lease: ::admin::lease::ConfigLease,
     stopped: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<Option<String>> {
     let Some(addr) = &args.admin else { return Ok(None) };
     let token = ::admin::auth::load_token(args.admin_token_file.as_deref())?;
-    let stopped = futures::FutureExt::shared(Box::pin(stopped));
-    let storage = std::sync::Arc::new(admin::StorageServers::new(servers.to_vec(), args.storage_servers.clone()));
-    let lease = admin::start_lease(storage.clone(), stopped.clone()).await?;
     let backend = std::sync::Arc::new(admin::GatewayAdmin {
-        servers: storage,
+        servers,
         lease,
         pipeline: graph.names(),
         mountpoint: Some(args.mountpoint.clone()),
