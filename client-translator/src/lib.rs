@@ -25,7 +25,7 @@
 //! so an answer read before a mutation never lands after it. Any bank error
 //! or timeout is a miss; the config comes under a lease (`None` = bypass).
 
-mod metrics;
+pub mod metrics;
 mod translator;
 
 pub use translator::{CmCache, HeldConfig};

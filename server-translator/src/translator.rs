@@ -117,20 +117,16 @@ impl Inner {
     }
 
     /// The blocks a shrink from `old` to `new` bytes changes: the one holding
-    /// the new end is rewritten, the ones past it deleted.
-    async fn shrink(&self, l: &Layout, loc: &Loc, fid: FileId, new: u64, old: u64, out: &mut Vec<Change>) {
+    /// the new end and every one past it are deleted. (Not rewritten: a
+    /// truncate reaches every server, and only the block's owner may store
+    /// it — a delete is safe from anyone.)
+    fn shrink(&self, l: &Layout, fid: FileId, new: u64, old: u64, out: &mut Vec<Change>) {
         if new >= old {
             return;
         }
         let bs = l.keys.block_size as u64;
         let (first, last) = (new / bs, (old - 1) / bs);
-        for n in first..=last {
-            if n * bs < new {
-                out.push(self.read_back(loc, fid, n, bs).await);
-            } else {
-                out.push(Change::Del(K::Block(fid, n)));
-            }
-        }
+        out.extend((first..=last).map(|n| Change::Del(K::Block(fid, n))));
     }
 
     /// Threaded mode: put back the blocks a write invalidated, off the reply
@@ -233,7 +229,7 @@ impl Translator for SmCache {
         let old = self.below.getattr(loc).await?;
         let r = self.below.setattr(loc, set).await?;
         let mut ch = vec![Change::Del(K::Stat(fid))];
-        i.shrink(&l, loc, fid, new, old.size, &mut ch).await;
+        i.shrink(&l, fid, new, old.size, &mut ch);
         i.commit(&l, ch, "update").await?;
         Ok(r)
     }
@@ -249,7 +245,7 @@ impl Translator for SmCache {
         self.below.open(loc, flags).await?;
         let mut ch = vec![Change::Del(K::Stat(fid))];
         if old.kind == FileKind::File {
-            i.shrink(&l, loc, fid, 0, old.size, &mut ch).await;
+            i.shrink(&l, fid, 0, old.size, &mut ch);
         }
         i.commit(&l, ch, "update").await
     }
@@ -276,8 +272,7 @@ impl Translator for SmCache {
         ];
         if let Some((old, _g)) = &pre {
             if old.fid == r.fid {
-                let loc = Loc::new(parent.child(&new.name).path, Some(r.fid));
-                i.shrink(&l, &loc, r.fid, 0, old.size, &mut ch).await;
+                i.shrink(&l, r.fid, 0, old.size, &mut ch);
             }
         }
         i.commit(&l, ch, "invalidate").await?;

@@ -1,0 +1,100 @@
+//! The whole translator pipeline in one process, minus FUSE and the wire:
+//!
+//! ```text
+//!  gateway g: CMCache(g) -> stripe -> [SMCache(s) -> posix(s)] for each server s
+//!  oracle:               stripe -> [posix(s)]                  (no cache at all)
+//! ```
+
+use super::bank::{BankNode, NodeKind};
+use client_translator::CmCache;
+use server_translator::{SmCache, SmOptions};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use xlator::volume::{CacheConfig, Placement};
+use xlator::Next;
+
+pub struct Pipeline {
+    pub nodes: Vec<BankNode>,
+    pub gateways: Vec<Next>,
+    /// the storage servers' content, read without any cache
+    pub oracle: Next,
+    pub config: CacheConfig,
+    pub exports: Vec<tempfile::TempDir>,
+    server_cfg: watch::Sender<CacheConfig>,
+    gateway_cfg: watch::Sender<Option<Arc<CacheConfig>>>,
+}
+
+pub struct Spec {
+    pub kind: NodeKind,
+    pub nodes: usize,
+    pub servers: usize,
+    pub gateways: usize,
+    pub block_size: u32,
+    pub stripe_unit: u64,
+    pub placement: Placement,
+    pub threaded: bool,
+}
+
+impl Default for Spec {
+    fn default() -> Self {
+        Spec {
+            kind: NodeKind::Memcached,
+            nodes: 2,
+            servers: 2,
+            gateways: 2,
+            block_size: 2048,
+            stripe_unit: 64 * 1024,
+            placement: Placement::Consistent,
+            threaded: false,
+        }
+    }
+}
+
+impl Pipeline {
+    pub fn start(spec: Spec) -> Pipeline {
+        let nodes: Vec<BankNode> = (0..spec.nodes).map(|_| BankNode::start(spec.kind)).collect();
+        let config = CacheConfig {
+            epoch: 1,
+            volume: "coherence".into(),
+            nodes: nodes.iter().map(|n| n.addr()).collect(),
+            block_size: spec.block_size,
+            placement: spec.placement,
+            // generous: this machine is small and shared; a slow answer is a miss anyway
+            timeout_ms: 200,
+            lease_ms: 1000,
+        };
+        let (server_cfg, srx) = watch::channel(config.clone());
+        let (gateway_cfg, grx) = watch::channel(Some(Arc::new(config.clone())));
+        let exports: Vec<tempfile::TempDir> = (0..spec.servers).map(|_| tempfile::tempdir().unwrap()).collect();
+        let posix: Vec<Next> = exports
+            .iter()
+            .map(|d| storage_server::graph::posix(d.path(), 256).expect("posix export") as Next)
+            .collect();
+        let servers: Vec<Next> = posix
+            .iter()
+            .map(|p| {
+                Arc::new(SmCache::new(
+                    p.clone(),
+                    srx.clone(),
+                    SmOptions { threaded: spec.threaded, deadline: Duration::from_secs(8) },
+                )) as Next
+            })
+            .collect();
+        let gateways = (0..spec.gateways)
+            .map(|_| {
+                let stripe: Next = Arc::new(gateway::stripe::Stripe::new(servers.clone(), spec.stripe_unit).unwrap());
+                Arc::new(CmCache::new(stripe, grx.clone())) as Next
+            })
+            .collect();
+        let oracle: Next = Arc::new(gateway::stripe::Stripe::new(posix, spec.stripe_unit).unwrap());
+        Pipeline { nodes, gateways, oracle, config, exports, server_cfg, gateway_cfg }
+    }
+
+    /// Change the volume config everywhere (as a rollout would).
+    pub fn set_config(&mut self, c: CacheConfig) {
+        self.config = c.clone();
+        self.server_cfg.send_replace(c.clone());
+        self.gateway_cfg.send_replace(Some(Arc::new(c)));
+    }
+}
