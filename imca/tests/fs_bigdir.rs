@@ -9,7 +9,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::time::Instant;
 
 const ENTRIES: usize = 100_000;
-const THREADS: usize = 4;
+const THREADS: usize = 16;
 
 #[test]
 fn hundred_thousand_entries() {

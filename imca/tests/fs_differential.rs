@@ -13,7 +13,7 @@ use std::io::Result as IoResult;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-const OPS: usize = 1500;
+const OPS: usize = 1000;
 const NAMES: [&str; 6] = ["a", "b", "c", "dir1", "dir2", "x"];
 
 /// What an operation returned, comparable across the two trees.

@@ -20,6 +20,8 @@ fn fio(dir: &std::path::Path, extra: &[&str]) {
             "--group_reporting",
         ])
         .arg(format!("--directory={}", dir.display()))
+        // fio drops verify-state files in its working directory
+        .current_dir(dir)
         .args(extra)
         .output()
         .expect("running fio");

@@ -9,8 +9,34 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn start_up(dir: &Path, mnt: &Path, extra: &[&str]) -> Child {
-    Command::new(IMCA)
+/// `imca up` as a child; SIGTERMed and reaped on drop (a failing test leaks nothing).
+struct Up(Child);
+
+impl std::ops::Deref for Up {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Up {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            sigterm_and_wait(&mut self.0);
+        }
+    }
+}
+
+fn start_up(dir: &Path, mnt: &Path, extra: &[&str]) -> Up {
+    // a cluster.json left by a killed run must not be mistaken for this one's
+    let _ = std::fs::remove_file(dir.join("cluster.json"));
+    Up(Command::new(IMCA)
         .arg("up")
         .arg("--dir")
         .arg(dir)
@@ -21,7 +47,7 @@ fn start_up(dir: &Path, mnt: &Path, extra: &[&str]) -> Child {
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .expect("starting imca up")
+        .expect("starting imca up"))
 }
 
 fn wait_cluster_json(child: &mut Child, dir: &Path) -> Value {
@@ -103,8 +129,8 @@ fn up_cleans_a_stale_mount_from_a_crashed_run() {
     let pid = ready["pid"].as_u64().expect("gateway pid in its ready file") as i32;
     // SAFETY: signalling a process of this test.
     unsafe { libc::kill(pid, libc::SIGKILL) };
-    let _ = up.kill();
-    let _ = up.wait();
+    let _ = up.0.kill();
+    let _ = up.0.wait();
     let err = std::fs::metadata(&mnt).unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::ENOTCONN), "expected a stale mount, got {err}");
 

@@ -202,14 +202,8 @@ impl Filesystem for GatewayFs {
         self.spawn(async move {
             let r = async {
                 let (ploc, new) = args?;
-                let attr = if mode & libc::S_IFMT == libc::S_IFREG {
-                    // A plain file: create it exclusively and close it again.
-                    let a = xl.create(&ploc, &new, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL).await?;
-                    let _ = xl.release(&Loc::new(ploc.child(&new.name).path, Some(a.fid))).await;
-                    a
-                } else {
-                    xl.mknod(&ploc, &new, mode, rdev).await?
-                };
+                // Regular files too: one round trip, nothing left open.
+                let attr = xl.mknod(&ploc, &new, mode, rdev).await?;
                 inodes.remember(&ploc, &new.name, attr.fid);
                 Ok::<_, FsError>(attr)
             };

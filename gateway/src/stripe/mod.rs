@@ -16,13 +16,16 @@
 //!   gateways, and its answer decides the file id), then on the others in
 //!   parallel; when a later server fails, what was created is rolled back so a
 //!   retry starts from a clean slate.
-//! * Attributes: merged from every server ([`merge`]): size max, blocks sum,
-//!   times latest. Directory listings, symlink targets and xattr reads come
-//!   from server 0 alone.
+//! * Attributes: a file's are merged from every server ([`merge`]): size
+//!   max, blocks sum, times latest. Everything else (directories, symlinks,
+//!   listings, symlink targets, xattr reads) comes from server 0 alone: a
+//!   lookup asks server 0 first and the others only for a file; a getattr of
+//!   a known directory id asks server 0 only ([`kinds`]).
 //! * Errors: if any server fails, the operation fails (EIO preferred: it says a
 //!   server is unreachable). Removals and renames that fail half-way are
 //!   logged; there is no self-heal (yet).
 
+mod kinds;
 pub mod layout;
 pub mod merge;
 
@@ -50,7 +53,11 @@ pub enum StripeError {
 pub struct Stripe {
     subvols: Vec<Next>,
     unit: u64,
+    dirs: kinds::DirIds,
 }
+
+/// How many directory ids stripe remembers.
+const DIR_IDS: usize = 1 << 16;
 
 impl Stripe {
     pub fn new(subvols: Vec<Next>, unit: u64) -> Result<Stripe, StripeError> {
@@ -60,7 +67,7 @@ impl Stripe {
         if unit < 4096 || !unit.is_power_of_two() {
             return Err(StripeError::BadUnit(unit));
         }
-        Ok(Stripe { subvols, unit })
+        Ok(Stripe { subvols, unit, dirs: kinds::DirIds::new(DIR_IDS) })
     }
 
     pub fn unit(&self) -> u64 {
@@ -123,11 +130,26 @@ impl Translator for Stripe {
     }
 
     async fn lookup(&self, parent: &Loc, name: &str) -> FsResult<Attr> {
-        merge_attrs(all_ok(self.on_all(|s| s.lookup(parent, name)).await)?)
+        // Server 0 alone answers for anything but a file (and for ENOENT,
+        // the common answer while creating): one round trip, not S.
+        let first = self.first().lookup(parent, name).await?;
+        self.dirs.note(&first);
+        if first.kind != FileKind::File || self.subvols.len() == 1 {
+            return Ok(first);
+        }
+        let at = Loc { path: parent.child(name).path, fid: Some(first.fid) };
+        let mut all = vec![first];
+        all.extend(all_ok(self.on_rest(|s| s.getattr(&at)).await)?);
+        merge_attrs(all)
     }
 
     async fn getattr(&self, loc: &Loc) -> FsResult<Attr> {
-        merge_attrs(all_ok(self.on_all(|s| s.getattr(loc)).await)?)
+        if self.dirs.is_dir(loc.fid) {
+            return self.first().getattr(loc).await;
+        }
+        let a = merge_attrs(all_ok(self.on_all(|s| s.getattr(loc)).await)?)?;
+        self.dirs.note(&a);
+        Ok(a)
     }
 
     async fn setattr(&self, loc: &Loc, set: &SetAttr) -> FsResult<Attr> {
@@ -151,7 +173,9 @@ impl Translator for Stripe {
         let first = self.first().mkdir(parent, new).await?;
         let new = NewFile { fid: first.fid, ..new.clone() };
         let rest = self.on_rest(|s| s.mkdir(parent, &new)).await;
-        self.finish_create(parent, &new.name, true, first, rest).await
+        let a = self.finish_create(parent, &new.name, true, first, rest).await?;
+        self.dirs.note(&a);
+        Ok(a)
     }
 
     async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
