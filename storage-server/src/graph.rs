@@ -21,8 +21,13 @@ pub struct SlotContext {
 /// through unchanged. `ctx.volume.subscribe()` / `.sender()` give the volume
 /// config watch.
 pub async fn server_translators(below: Arc<dyn Translator>, ctx: &SlotContext) -> anyhow::Result<Arc<dyn Translator>> {
-    let _ = ctx;
-    Ok(below)
+    // SMCache follows the volume config (no cache nodes = it passes through).
+    // IMCA_SMCACHE_THREADED=1 selects the dissertation's "threaded" mode.
+    let opts = server_translator::SmOptions {
+        threaded: std::env::var("IMCA_SMCACHE_THREADED").is_ok_and(|v| v == "1"),
+        ..Default::default()
+    };
+    Ok(Arc::new(server_translator::SmCache::new(below, ctx.volume.subscribe(), opts)))
 }
 
 /// The posix leaf over `export` (creating `.imca/` state on first use).
