@@ -16,6 +16,8 @@
 //! only here.
 
 pub mod binary;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod meta;
 pub mod num;
 pub mod text;

@@ -221,7 +221,7 @@ mod tests {
     #[test]
     fn base64_round_trip() {
         for n in 0..10 {
-            let d: Vec<u8> = (0..n).map(|i| i * 37).collect();
+            let d: Vec<u8> = (0..n).map(|i: u8| i.wrapping_mul(37)).collect();
             assert_eq!(base64_decode(base64_encode(&d).as_bytes()).unwrap(), d);
         }
         assert_eq!(base64_encode(b"foo"), "Zm9v");
