@@ -3,13 +3,21 @@
 //! sleeping.
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+fn coarse_secs() -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime only writes the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    ts.tv_sec as i64
+}
 
 /// memcached's `REALTIME_MAXDELTA`: larger exptimes are absolute unix times.
 pub const MAX_DELTA: i64 = 60 * 60 * 24 * 30;
 
 pub struct Clock {
-    start: Instant,
+    /// CLOCK_MONOTONIC_COARSE seconds at start (cheap to read on every request)
+    start: i64,
     /// unix time corresponding to server time 0
     process_started: i64,
     offset: AtomicU32,
@@ -19,14 +27,14 @@ impl Default for Clock {
     fn default() -> Self {
         let unix = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
         // Like memcached, start the clock a little after 0 so that "1" is in the past.
-        Clock { start: Instant::now(), process_started: unix - 2, offset: AtomicU32::new(0) }
+        Clock { start: coarse_secs(), process_started: unix - 2, offset: AtomicU32::new(0) }
     }
 }
 
 impl Clock {
     /// Current server time in seconds.
     pub fn now(&self) -> u32 {
-        self.start.elapsed().as_secs() as u32 + 2 + self.offset.load(Ordering::Relaxed)
+        (coarse_secs() - self.start) as u32 + 2 + self.offset.load(Ordering::Relaxed)
     }
 
     pub fn unix_now(&self) -> i64 {

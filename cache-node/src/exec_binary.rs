@@ -35,7 +35,7 @@ impl Session {
     }
 
     fn exec_bin_request(&mut self, req: &Request<'_>, out: &mut Vec<u8>) -> After {
-        let node = self.node.clone();
+        let node = &*self.node;
         let clock = &node.store.clock;
         let h = &req.header;
         let quiet = req.quiet();

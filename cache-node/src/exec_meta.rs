@@ -96,7 +96,7 @@ impl Session {
     }
 
     fn meta_get(&mut self, m: &MetaCommand<'_>, out: &mut Vec<u8>) {
-        let node = self.node.clone();
+        let node = &*self.node;
         let clock = &node.store.clock;
         let new_ttl = m.num_i32(b'T').map(|t| clock.realtime(t));
         let vivify = m.num_i32(b'N').map(|t| clock.realtime(t));
@@ -171,7 +171,7 @@ impl Session {
     }
 
     fn meta_set(&mut self, m: &MetaCommand<'_>, data: &[u8], out: &mut Vec<u8>) {
-        let node = self.node.clone();
+        let node = &*self.node;
         let op = match m.mode() {
             Some(b'E') => StoreOp::Add,
             Some(b'A') => StoreOp::Append,
@@ -215,7 +215,7 @@ impl Session {
     }
 
     fn meta_delete(&mut self, m: &MetaCommand<'_>, out: &mut Vec<u8>) {
-        let node = self.node.clone();
+        let node = &*self.node;
         let cas_in = m.num_u64(b'C').unwrap_or(0);
         let code = if m.has(b'I') {
             let ttl = m.num_i32(b'T').map(|t| node.store.clock.realtime(t));
@@ -247,7 +247,7 @@ impl Session {
     }
 
     fn meta_arith(&mut self, m: &MetaCommand<'_>, out: &mut Vec<u8>) {
-        let node = self.node.clone();
+        let node = &*self.node;
         let clock = &node.store.clock;
         let incr = !matches!(m.mode(), Some(b'D' | b'-'));
         let delta = m.num_u64(b'D').unwrap_or(1);

@@ -43,7 +43,7 @@ impl Session {
     }
 
     fn exec_command(&mut self, cmd: Command<'_>, data: &[u8], out: &mut Vec<u8>) -> After {
-        let node = self.node.clone();
+        let node = &*self.node;
         let clock = &node.store.clock;
         match cmd {
             Command::Get { keys, cas, touch } => {
