@@ -7,9 +7,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// True when `path` is the mount point of a FUSE mount whose daemon is gone
-/// ("Transport endpoint is not connected").
+/// ("Transport endpoint is not connected", or "Software caused connection
+/// abort" while the kernel is still tearing the connection down).
 pub fn is_stale(path: &Path) -> bool {
-    matches!(std::fs::metadata(path), Err(e) if e.raw_os_error() == Some(libc::ENOTCONN))
+    matches!(std::fs::metadata(path), Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTCONN | libc::ECONNABORTED)))
 }
 
 /// Detach a mount at `path` (lazily, so a shell still sitting in it does not

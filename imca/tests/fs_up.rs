@@ -131,8 +131,18 @@ fn up_cleans_a_stale_mount_from_a_crashed_run() {
     unsafe { libc::kill(pid, libc::SIGKILL) };
     let _ = up.0.kill();
     let _ = up.0.wait();
-    let err = std::fs::metadata(&mnt).unwrap_err();
-    assert_eq!(err.raw_os_error(), Some(libc::ENOTCONN), "expected a stale mount, got {err}");
+    let start = Instant::now();
+    let err = loop {
+        match std::fs::metadata(&mnt) {
+            Err(e) => break e,
+            Ok(_) => assert!(start.elapsed() < Duration::from_secs(30), "the mount outlived its gateway"),
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(
+        matches!(err.raw_os_error(), Some(libc::ENOTCONN | libc::ECONNABORTED)),
+        "expected a stale mount, got {err}"
+    );
 
     let mut up = start_up(&dir, &mnt, &["--storage-servers", "1", "--no-cache"]);
     wait_cluster_json(&mut up, &dir);
@@ -140,4 +150,31 @@ fn up_cleans_a_stale_mount_from_a_crashed_run() {
     assert_eq!(std::fs::read(mnt.join("after")).unwrap(), b"ok");
     assert!(sigterm_and_wait(&mut up).success());
     assert!(!is_mounted(&mnt));
+}
+
+#[test]
+fn up_with_cache_nodes_imca_and_memcached() {
+    for extra in [&["--cache-nodes", "2"][..], &["--cache-nodes", "1", "--memcached"][..]] {
+        if extra.contains(&"--memcached") {
+            require_tool("memcached", "memcached");
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let (dir, mnt) = (tmp.path().join("data"), tmp.path().join("mnt"));
+        let mut args = vec!["--storage-servers", "2"];
+        args.extend_from_slice(extra);
+        let mut up = start_up(&dir, &mnt, &args);
+        let cluster = wait_cluster_json(&mut up, &dir);
+        let nodes = cluster["cache_nodes"].as_array().unwrap();
+        assert_eq!(nodes.len(), extra[1].parse::<usize>().unwrap(), "{cluster}");
+        for n in nodes {
+            std::net::TcpStream::connect(n.as_str().unwrap()).expect("cache node accepts connections");
+        }
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 253) as u8).collect();
+        std::fs::write(mnt.join("cached"), &data).unwrap();
+        for _ in 0..2 {
+            assert_eq!(std::fs::read(mnt.join("cached")).unwrap(), data, "{extra:?}");
+        }
+        assert!(sigterm_and_wait(&mut up).success(), "{extra:?}");
+        assert!(!is_mounted(&mnt));
+    }
 }
