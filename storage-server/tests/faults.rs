@@ -221,12 +221,12 @@ async fn cache_nodes_flag_and_ready_file_and_metrics() {
     let mut args = Args::new(&export);
     args.metrics = Some("127.0.0.1:0".into());
     args.ready_file = Some(ready.clone());
-    args.cache_nodes = Some(vec!["a:1".into(), "b:2".into()]);
+    args.cache_nodes = Some(vec!["127.0.0.1:1".into(), "127.0.0.1:2".into()]);
     let s = storage_server::start(args.clone()).await.unwrap();
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&ready).unwrap()).unwrap();
     assert_eq!(r["addr"], s.addr.to_string());
     let murl = r["metrics"].as_str().unwrap().to_string();
-    assert_eq!(s.volume.current().nodes, vec!["a:1", "b:2"]);
+    assert_eq!(s.volume.current().nodes, vec!["127.0.0.1:1", "127.0.0.1:2"]);
     assert_eq!(s.volume.epoch(), 2);
     let c = protocol_client::connect(&s.addr.to_string(), ClientOptions::default()).await.unwrap();
     c.create(&root(), &nf("f"), 0).await.unwrap();
@@ -240,7 +240,7 @@ async fn cache_nodes_flag_and_ready_file_and_metrics() {
     let s = storage_server::start(args.clone()).await.unwrap();
     assert_eq!(s.volume.epoch(), 2);
     s.shutdown().await;
-    args.cache_nodes = Some(vec!["a:1".into()]);
+    args.cache_nodes = Some(vec!["127.0.0.1:1".into()]);
     let s = storage_server::start(args).await.unwrap();
     assert_eq!(s.volume.epoch(), 3);
     s.shutdown().await;

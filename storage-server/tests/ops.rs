@@ -141,7 +141,13 @@ async fn link_unlink_and_nlink_accounting() {
     assert!(r.remaining.is_none());
     let h = f.fid.to_hex();
     assert!(!e.export.join(".imca/fids").join(&h[30..]).join(&h).exists(), "per-fid link removed with the last name");
+    // Like an open file on a local FS, the unlinked file stays usable by id
+    // until released; then it is gone and its space freed.
+    assert_eq!(&c.read(&at("d/b", f.fid), 0, 10).await.unwrap()[..], b"xyz");
+    assert_eq!(c.getattr(&at("d/b", f.fid)).await.unwrap().nlink, 0);
+    c.release(&at("d/b", f.fid)).await.unwrap();
     assert_eq!(c.read(&at("d/b", f.fid), 0, 10).await.unwrap_err(), FsError::ENOENT);
+    assert_eq!(c.getattr(&at("d/b", f.fid)).await.unwrap_err(), FsError::ENOENT);
     assert_eq!(c.unlink(&root(), "a").await.unwrap_err(), FsError::ENOENT);
     assert_eq!(c.unlink(&root(), "d").await.unwrap_err(), FsError::EISDIR);
 }
@@ -192,6 +198,8 @@ async fn rename_cases() {
     assert_eq!(r.moved, b.fid);
     let victim = r.replaced.unwrap();
     assert_eq!((victim.fid, victim.remaining), (a.fid, None));
+    assert_eq!(c.getattr(&at("b", a.fid)).await.unwrap().nlink, 0, "still open (cached), no name left");
+    c.release(&at("b", a.fid)).await.unwrap();
     assert_eq!(c.getattr(&at("b", a.fid)).await.unwrap_err(), FsError::ENOENT);
     // Directory cases.
     c.create(&path("e"), &nf("x"), 0).await.unwrap();

@@ -121,7 +121,11 @@ impl Posix {
                     let st = sys::fstat(raw(&fd))?;
                     return Ok(Obj { fd, st, fid, linked: true });
                 }
-                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                    if let Some(o) = self.unlinked_but_open(fid)? {
+                        return Ok(o);
+                    }
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -139,6 +143,28 @@ impl Posix {
             }
         }
         Ok(obj)
+    }
+
+    /// A file whose last name is gone but whose fd is still cached (an
+    /// unlinked open file): reachable by id until released.
+    fn unlinked_but_open(&self, fid: FileId) -> io::Result<Option<Obj>> {
+        let Some(data) = self.fds.get(fid) else { return Ok(None) };
+        let st = sys::fstat(raw(&data))?;
+        if st.st_nlink != 0 {
+            return Ok(None);
+        }
+        let fd = data.try_clone()?;
+        Ok(Some(Obj { fd, st, fid, linked: false }))
+    }
+
+    /// Forget the cached fd of a file that has no name left (frees its space).
+    pub(crate) fn release_fid(&self, fid: FileId) -> io::Result<()> {
+        if let Some(data) = self.fds.get(fid) {
+            if sys::fstat(raw(&data))?.st_nlink == 0 {
+                self.fds.remove(fid);
+            }
+        }
+        Ok(())
     }
 
     /// Resolve a location that must be a directory.
@@ -222,7 +248,9 @@ impl Posix {
         let st = sys::fstat(raw(&fd))?;
         if st.st_nlink <= 1 {
             sys::unlinkat(raw(&self.fids), &fid_link(fid), 0)?;
-            self.fds.remove(fid);
+            // A cached fd is kept: like an open file on a local FS, the
+            // unlinked file stays readable and writable by id until it is
+            // released (or evicted); then its space is freed.
             Ok(None)
         } else {
             Ok(Some(attr_of(&st, fid, true)))

@@ -108,9 +108,13 @@ impl Translator for PosixTranslator {
         self.run(move |x| x.open(&l, flags)).await
     }
 
-    async fn release(&self, _loc: &Loc) -> FsResult<()> {
-        // Opens are stateless; the fd cache closes fds by its own policy.
-        Ok(())
+    async fn release(&self, loc: &Loc) -> FsResult<()> {
+        // Opens are stateless and the fd cache closes fds by its own policy,
+        // except for an unlinked file: its fd is dropped now to free its space.
+        match loc.fid {
+            Some(fid) => self.run(move |x| x.release_fid(fid)).await,
+            None => Ok(()),
+        }
     }
 
     async fn read(&self, loc: &Loc, offset: u64, size: u32) -> FsResult<Data> {
