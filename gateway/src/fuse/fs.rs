@@ -33,6 +33,9 @@ impl CachePolicy {
         CachePolicy { entry_ttl: Duration::from_secs(1), attr_ttl: Duration::from_secs(1), keep_cache: true };
 }
 
+/// Directory entries asked of the pipeline per call.
+const READDIR_BATCH: u32 = 256;
+
 /// FUSE requests up to this size (read and write).
 pub const MAX_REQUEST: u32 = 1 << 20;
 
@@ -476,17 +479,22 @@ impl Filesystem for GatewayFs {
                     return Ok(());
                 }
                 let start = offset.max(AFTER_DOTDOT);
-                let cookie = stream.cookie_at(start).ok_or(FsError::EINVAL)?;
+                let mut cookie = stream.cookie_at(start).ok_or(FsError::EINVAL)?;
                 // index of the next real entry
                 let mut k = start - AFTER_DOTDOT;
-                // Roughly what fits in one reply (a page holds ~80 names).
-                let entries = xl.readdir(&loc, cookie, 128, false).await?;
-                for e in entries {
-                    let off = stream.record(k, e.next);
-                    if reply.add(INodeNo(e.fid.ino()), off, convert::kind(e.kind), &e.name) {
-                        break;
+                // Fill the kernel's buffer (glibc asks for 32 KiB at a time),
+                // fetching batches until it is full or the listing ends.
+                'fill: loop {
+                    let entries = xl.readdir(&loc, cookie, READDIR_BATCH, false).await?;
+                    let Some(last) = entries.last() else { break };
+                    cookie = last.next;
+                    for e in &entries {
+                        let off = stream.record(k, e.next);
+                        if reply.add(INodeNo(e.fid.ino()), off, convert::kind(e.kind), &e.name) {
+                            break 'fill;
+                        }
+                        k += 1;
                     }
-                    k += 1;
                 }
                 Ok::<_, FsError>(())
             };
