@@ -5,4 +5,5 @@
 #![allow(dead_code)]
 
 pub mod bank;
+pub mod http;
 pub mod inproc;
