@@ -391,3 +391,24 @@ fn gateway_metrics_count_operations() {
     assert!(text.contains("imca_gateway_ops_total{op=\"lookup\",result=\"enoent\"}"), "{text}");
     assert!(text.contains("imca_gateway_op_duration_seconds_bucket{op=\"write\""), "{text}");
 }
+
+#[test]
+fn mount_refuses_a_busy_or_missing_mount_point() {
+    let c = ClusterSpec::new().storage(1).start();
+    let run = |mnt: &Path| {
+        let out = std::process::Command::new(IMCA)
+            .args(["mount", "--storage-servers", &c.storage_addrs().join(",")])
+            .arg(mnt)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "mount on {} should fail", mnt.display());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let busy = run(c.mount());
+    assert!(busy.contains("busy"), "{busy}");
+    let missing = run(&c.dir.path().join("no-such-dir"));
+    assert!(missing.contains("does not exist"), "{missing}");
+    // the live mount is untouched
+    fs::write(c.path("still"), b"ok").unwrap();
+    assert_eq!(fs::read(c.path("still")).unwrap(), b"ok");
+}
