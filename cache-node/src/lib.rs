@@ -16,8 +16,10 @@
 //! ```
 //!
 //! ## Threads and tasks
-//! A tokio multi-thread runtime with `-t` workers; one task per connection
-//! (bounded by `-c`; beyond it memcached's "ERROR Too many open connections").
+//! Like memcached: one acceptor task, `-t` worker threads each with its own
+//! single-threaded tokio runtime, connections dealt to workers round-robin,
+//! one task per connection (bounded by `-c`; beyond it memcached's
+//! "ERROR Too many open connections").
 //! The store is split into `16 × threads` shards, each an `lru::LruCache`
 //! behind its own mutex, held only for the duration of one key's operation.
 //!
@@ -158,8 +160,8 @@ pub fn main(args: Args) -> anyhow::Result<()> {
     if args.user.is_some() && unsafe { libc::geteuid() } == 0 {
         tracing::warn!("-u is accepted for compatibility; this process does not switch users");
     }
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(config.threads)
+    // The acceptor and /metrics run here; connections run on the worker threads.
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?
         .block_on(run(config, signals()))

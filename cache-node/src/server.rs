@@ -1,6 +1,8 @@
-//! The TCP side: a bounded accept loop and one task per connection, in the
-//! mini-redis style. Each connection owns its buffers and a [`Session`]; a
-//! slow or stuck peer only ever blocks its own task.
+//! The TCP side, shaped like memcached's: one acceptor, `-t` worker threads,
+//! each running its own single-threaded tokio runtime (its own epoll), and
+//! connections handed to workers round-robin. A connection lives on one
+//! thread for its whole life, so serving a request never needs a cross-thread
+//! wake-up; a slow or stuck peer only ever blocks its own task.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -9,7 +11,7 @@ use std::time::Duration;
 use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::node::Node;
@@ -21,14 +23,66 @@ const KEEP_OUT: usize = 256 * 1024;
 /// How long shutdown waits for connections to finish their current batch.
 const DRAIN: Duration = Duration::from_secs(5);
 
+type NewConn = (std::net::TcpStream, OwnedSemaphorePermit);
+
+/// Starts a worker thread; it finishes (and signals `done`) after shutdown
+/// once its connections have drained.
+fn worker(i: usize, node: Arc<Node>, shutdown: watch::Receiver<bool>) -> std::io::Result<(mpsc::UnboundedSender<NewConn>, oneshot::Receiver<()>)> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<NewConn>();
+    let (done_tx, done) = oneshot::channel();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    std::thread::Builder::new().name(format!("cache-worker-{i}")).spawn(move || {
+        rt.block_on(async move {
+            let mut conns = JoinSet::new();
+            let mut stop = shutdown.clone();
+            loop {
+                tokio::select! {
+                    c = rx.recv() => match c {
+                        Some((s, permit)) => {
+                            let node = node.clone();
+                            let rx = shutdown.clone();
+                            conns.spawn(async move {
+                                if let Ok(stream) = TcpStream::from_std(s) {
+                                    if let Err(e) = connection(stream, node.clone(), rx).await {
+                                        tracing::debug!("connection: {e}");
+                                    }
+                                }
+                                node.stats.curr_connections.fetch_sub(1, Ordering::Relaxed);
+                                drop(permit);
+                            });
+                        }
+                        None => break,
+                    },
+                    _ = stop.changed() => break,
+                    Some(_) = conns.join_next(), if !conns.is_empty() => {}
+                }
+            }
+            let _ = tokio::time::timeout(DRAIN, async { while conns.join_next().await.is_some() {} }).await;
+            conns.abort_all();
+        });
+        let _ = done_tx.send(());
+    })?;
+    Ok((tx, done))
+}
+
 pub async fn serve(listener: TcpListener, node: Arc<Node>, mut shutdown: watch::Receiver<bool>) {
     let limit = Arc::new(Semaphore::new(node.config.max_conns));
-    let mut conns = JoinSet::new();
+    let mut workers = Vec::new();
+    let mut dones = Vec::new();
+    for i in 0..node.config.threads.max(1) {
+        match worker(i, node.clone(), shutdown.clone()) {
+            Ok((tx, done)) => {
+                workers.push(tx);
+                dones.push(done);
+            }
+            Err(e) => tracing::error!("cannot start worker thread: {e}"),
+        }
+    }
+    let mut next = 0usize;
     loop {
         let accepted = tokio::select! {
             r = listener.accept() => r,
             _ = shutdown.changed() => break,
-            Some(_) = conns.join_next(), if !conns.is_empty() => continue,
         };
         let (stream, _) = match accepted {
             Ok(x) => x,
@@ -48,21 +102,23 @@ pub async fn serve(listener: TcpListener, node: Arc<Node>, mut shutdown: watch::
             });
             continue;
         };
-        let node = node.clone();
-        let rx = shutdown.clone();
-        conns.spawn(async move {
-            node.stats.curr_connections.fetch_add(1, Ordering::Relaxed);
-            node.stats.total_connections.fetch_add(1, Ordering::Relaxed);
-            if let Err(e) = connection(stream, node.clone(), rx).await {
-                tracing::debug!("connection: {e}");
-            }
+        let Ok(std_stream) = stream.into_std() else { continue };
+        node.stats.curr_connections.fetch_add(1, Ordering::Relaxed);
+        node.stats.total_connections.fetch_add(1, Ordering::Relaxed);
+        if workers.is_empty() {
+            break;
+        }
+        next = (next + 1) % workers.len();
+        if let Err(mpsc::error::SendError((_, permit))) = workers[next].send((std_stream, permit)) {
             node.stats.curr_connections.fetch_sub(1, Ordering::Relaxed);
             drop(permit);
-        });
+        }
     }
     drop(listener);
-    let _ = tokio::time::timeout(DRAIN, async { while conns.join_next().await.is_some() {} }).await;
-    conns.abort_all();
+    drop(workers);
+    for d in dones {
+        let _ = d.await;
+    }
 }
 
 async fn connection(mut stream: TcpStream, node: Arc<Node>, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
@@ -75,6 +131,7 @@ async fn connection(mut stream: TcpStream, node: Arc<Node>, mut shutdown: watch:
             input.reserve(READ_BUF);
         }
         let n = tokio::select! {
+            biased;
             r = stream.read_buf(&mut input) => r?,
             _ = shutdown.changed() => return Ok(()),
         };

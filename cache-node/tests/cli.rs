@@ -1,0 +1,48 @@
+//! memcached's flags map onto the config, and the ready file appears once
+//! the node is listening.
+
+mod common;
+
+use cache_node::{Args, Config};
+use clap::Parser;
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: Args,
+}
+
+#[test]
+fn memcached_flags_parse_with_memcached_meanings() {
+    let a = Cli::parse_from(["x", "-p", "0", "-l", "127.0.0.1", "-m", "16", "-c", "7", "-t", "3", "-I", "2m", "-U", "0", "-u", "memcache", "-vv"]).args;
+    let c = Config::try_from(&a).unwrap();
+    assert_eq!(c.listen, "127.0.0.1:0");
+    assert_eq!(c.memory_bytes, 16 << 20);
+    assert_eq!((c.max_conns, c.threads, c.item_max, c.verbose), (7, 3, 2 << 20, 2));
+    assert_eq!(Cli::parse_from(["x", "-I", "512k"]).args.item_max, 512 << 10);
+    assert_eq!(Cli::parse_from(["x"]).args.item_max, 1 << 20);
+    assert!(Cli::try_parse_from(["x", "-I", "12"]).is_err(), "below 1024 bytes");
+    assert!(Cli::try_parse_from(["x", "-I", "2g"]).is_err());
+    assert_eq!(Config::try_from(&Cli::parse_from(["x", "-l", "::1", "-p", "5"]).args).unwrap().listen, "[::1]:5");
+}
+
+#[test]
+fn ready_file_names_the_bound_addresses() {
+    let dir = tempdir();
+    let path = dir.join("ready.json");
+    let node = common::TestNode::start(Config {
+        ready_file: Some(path.clone()),
+        metrics: Some("127.0.0.1:0".into()),
+        ..Config::local()
+    });
+    let text = std::fs::read_to_string(&path).expect("ready file written before start() returns");
+    assert!(text.contains(&format!("\"addr\": \"{}\"", node.addr)), "{text}");
+    assert!(text.contains(&format!("\"metrics\": \"http://{}/metrics\"", node.metrics_addr.unwrap())), "{text}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn tempdir() -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("cache-node-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
