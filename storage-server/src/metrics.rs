@@ -41,8 +41,13 @@ impl Metrics {
         self.duration.with_label_values(&[op]).observe(took.as_secs_f64());
     }
 
+    /// This server's metrics plus the process-wide default registry, where
+    /// SMCache (`imca_storage_cache_ops_total`) and its bank client
+    /// (`imca_bank_*`) register theirs.
     pub fn render(&self) -> String {
-        TextEncoder::new().encode_to_string(&self.registry.gather()).unwrap_or_default()
+        let mut families = self.registry.gather();
+        families.extend(prometheus::gather());
+        TextEncoder::new().encode_to_string(&families).unwrap_or_default()
     }
 }
 

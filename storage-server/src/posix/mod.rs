@@ -29,6 +29,7 @@
 //! mutex) — no global lock on the hot path.
 
 mod data;
+mod fast;
 mod fdcache;
 mod namespace;
 mod sys;

@@ -39,6 +39,45 @@ fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Like [`open_beneath`] but only from the kernel's dentry cache
+/// (`RESOLVE_CACHED`): never blocks on disk; `EAGAIN` when something is not
+/// cached. Lets a hot lookup or stat run on the async thread.
+pub fn open_beneath_cached(dir: RawFd, path: &str, flags: i32) -> io::Result<OwnedFd> {
+    let p = cstr(if path.is_empty() { "." } else { path })?;
+    // SAFETY: as in open_beneath.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (flags | libc::O_CLOEXEC) as u64;
+    how.resolve =
+        libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS | libc::RESOLVE_CACHED;
+    let r = unsafe {
+        libc::syscall(libc::SYS_openat2, dir, p.as_ptr(), &how as *const libc::open_how, std::mem::size_of::<libc::open_how>())
+    };
+    owned(r as libc::c_int)
+}
+
+/// One `preadv2(RWF_NOWAIT)` attempt to fill `spare` from the page cache
+/// only: `Ok(Some(n))` = n bytes (short only at EOF), `Ok(None)` = some of
+/// it is not cached (the caller falls back to a blocking read).
+pub fn pread_nowait(fd: RawFd, spare: &mut [std::mem::MaybeUninit<u8>], off: u64) -> io::Result<Option<usize>> {
+    let mut done = 0;
+    while done < spare.len() {
+        let iov = libc::iovec { iov_base: spare[done..].as_mut_ptr().cast(), iov_len: spare.len() - done };
+        let o = i64::try_from(off + done as u64).map_err(|_| err(libc::EINVAL))?;
+        // SAFETY: the iovec covers writable memory we own.
+        let r = unsafe { libc::preadv2(fd, &iov, 1, o, libc::RWF_NOWAIT) };
+        match cvt_size(r) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EOPNOTSUPP) | Some(libc::EINVAL)) => {
+                return Ok(None)
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Some(done))
+}
+
 /// Open `path` (relative, already validated) beneath `root`, refusing any
 /// symlink on the way and any escape. With `O_PATH | O_NOFOLLOW` a trailing
 /// symlink yields an fd on the link itself.

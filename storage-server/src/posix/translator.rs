@@ -44,11 +44,17 @@ impl Translator for PosixTranslator {
     }
 
     async fn lookup(&self, parent: &Loc, name: &str) -> FsResult<Attr> {
+        if let Some(r) = self.inner.lookup_fast(parent, name) {
+            return r.map_err(FsError::from);
+        }
         let (p, n) = (parent.clone(), name.to_string());
         self.run(move |x| x.lookup(&p, &n)).await
     }
 
     async fn getattr(&self, loc: &Loc) -> FsResult<Attr> {
+        if let Some(r) = self.inner.getattr_fast(loc) {
+            return r.map_err(FsError::from);
+        }
         let l = loc.clone();
         self.run(move |x| x.getattr(&l)).await
     }
@@ -118,6 +124,9 @@ impl Translator for PosixTranslator {
     }
 
     async fn read(&self, loc: &Loc, offset: u64, size: u32) -> FsResult<Data> {
+        if let Some(r) = self.inner.read_fast(loc, offset, size) {
+            return r.map_err(FsError::from);
+        }
         let l = loc.clone();
         self.run(move |x| x.read(&l, offset, size)).await
     }
