@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+# Generates ../grafana/imca-overview.json (the dashboard is data; this keeps its
+# layout and queries readable and consistent). Run: python3 dashboards/tools/gen_overview.py
+# then: cargo nextest run -p imca ops_prometheus
+import json
+R = "$__rate_interval"
+DS = {"type": "prometheus", "uid": "${datasource}"}
+panels = []
+y = 0
+def row(title):
+    global y
+    panels.append({"type": "row", "title": title, "collapsed": False, "gridPos": {"h": 1, "w": 24, "x": 0, "y": y}, "panels": [], "id": len(panels)+1})
+    y += 1
+x = 0
+def panel(title, exprs, unit="short", kind="timeseries", w=8, h=8, desc="", minmax=None):
+    global x, y
+    if x + w > 24:
+        x = 0; y += h
+    p = {
+        "id": len(panels)+1, "type": kind, "title": title, "description": desc, "datasource": DS,
+        "gridPos": {"h": h, "w": w, "x": x, "y": y},
+        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+        "options": {"legend": {"displayMode": "table", "placement": "bottom", "calcs": ["lastNotNull", "mean"]}, "tooltip": {"mode": "multi"}} if kind == "timeseries" else {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False}, "colorMode": "value", "graphMode": "none"},
+        "targets": [{"refId": chr(65+i), "datasource": DS, "expr": e, "legendFormat": l} for i, (e, l) in enumerate(exprs)],
+    }
+    if minmax:
+        p["fieldConfig"]["defaults"]["min"], p["fieldConfig"]["defaults"]["max"] = minmax
+    panels.append(p)
+    x += w
+def newrow(title):
+    global x, y
+    if x: y += 8
+    x = 0
+    row(title)
+
+newrow("Cache effectiveness")
+panel("Hit ratio per op (gateway)", [(f'sum by (op) (rate(imca_gateway_cache_total{{result="hit"}}[{R}])) / sum by (op) (rate(imca_gateway_cache_total{{result=~"hit|miss"}}[{R}]))', "{{op}}")], unit="percentunit", minmax=(0, 1), desc="Share of lookups, getattrs (stat) and reads answered by the bank (CMCache); bypassed operations (no cache in force) are not counted")
+panel("Hit ratio per cache node", [(f'sum by (node) (rate(imca_bank_requests_total{{op="get",result="hit"}}[{R}])) / sum by (node) (rate(imca_bank_requests_total{{op="get",result=~"hit|miss"}}[{R}]))', "{{node}}")], unit="percentunit", minmax=(0, 1), desc="Key gets that hit, per node, as the bank clients see them")
+panel("Read bytes: bank vs storage servers", [
+    (f'sum (rate(imca_gateway_read_bytes_total{{source="bank"}}[{R}]))', "from the bank"),
+    (f'sum (rate(imca_gateway_read_bytes_total{{source="storage"}}[{R}]))', "from storage servers"),
+], unit="Bps", desc="Bytes the gateways returned to applications, by where they came from")
+
+newrow("Gateway operations")
+panel("Ops/s per op", [(f'sum by (op) (rate(imca_gateway_ops_total[{R}]))', "{{op}}")], unit="ops")
+panel("p50 latency per op", [(f'histogram_quantile(0.5, sum by (le, op) (rate(imca_gateway_op_duration_seconds_bucket[{R}])))', "{{op}}")], unit="s")
+panel("p99 latency per op", [(f'histogram_quantile(0.99, sum by (le, op) (rate(imca_gateway_op_duration_seconds_bucket[{R}])))', "{{op}}")], unit="s")
+panel("Errors/s per op", [(f'sum by (op) (rate(imca_gateway_ops_total{{result!="ok"}}[{R}])) or sum by (op) (rate(imca_gateway_ops_total[{R}])) * 0', "{{op}}")], unit="ops", desc="Operations that returned an error to the application (0 when none)")
+panel("Bank round trip p99 (per batch)", [(f'histogram_quantile(0.99, sum by (le, op) (rate(imca_bank_request_seconds_bucket[{R}])))', "{{op}}")], unit="s", desc="One pipelined batch to one node; compare with the bank timeout")
+
+newrow("Cache bank")
+panel("Memory used per node", [("imca_cache_node_bytes", "{{instance}} used"), ("imca_cache_node_limit_bytes", "{{instance}} limit")], unit="bytes")
+panel("Items per node", [("imca_cache_node_items", "{{instance}}")])
+panel("Evictions/s per node", [(f'rate(imca_cache_node_evictions_total[{R}])', "{{instance}}")], unit="ops", desc="Non-zero means the bank is too small for the working set")
+panel("Cache node requests/s", [(f'sum by (instance, op) (rate(imca_cache_node_ops_total[{R}]))', "{{instance}} {{op}}")], unit="ops")
+panel("Bank requests/s by result (gateways and servers)", [(f'sum by (op, result) (rate(imca_bank_requests_total[{R}]))', "{{op}} {{result}}")], unit="ops", desc="timeout/down/error results are misses that cost a timeout")
+
+newrow("Storage servers")
+panel("Storage ops/s per server", [(f'sum by (instance) (rate(imca_storage_ops_total[{R}]))', "{{instance}}")], unit="ops", desc="Load the bank takes off the servers shows here")
+panel("Storage ops/s per op", [(f'sum by (op) (rate(imca_storage_ops_total[{R}]))', "{{op}}")], unit="ops")
+panel("SMCache bank work/s (servers)", [(f'sum by (op, result) (rate(imca_storage_cache_ops_total[{R}]))', "{{op}} {{result}}")], unit="ops", desc="populate after reads, update after writes, invalidate after mutations; result=error means a mutation was answered EIO because the bank could not confirm in time")
+panel("Storage p99 latency per op", [(f'histogram_quantile(0.99, sum by (le, op) (rate(imca_storage_op_duration_seconds_bucket[{R}])))', "{{op}}")], unit="s")
+
+newrow("Configuration")
+panel("Block size", [("max(imca_gateway_config_block_size_bytes)", "block size")], unit="bytes", kind="stat", w=6, h=5)
+panel("Config epoch (gateways)", [("max(imca_gateway_config_epoch)", "epoch")], kind="stat", w=6, h=5, desc="Bumped by every change made through the admin API")
+panel("Gateways holding a valid lease", [("sum(imca_gateway_config_lease_valid)", "valid")], kind="stat", w=6, h=5, desc="A gateway without a lease bypasses the cache (authority unreachable)")
+panel("Epoch per gateway", [("imca_gateway_config_epoch", "{{instance}}")], kind="stat", w=6, h=5, desc="All equal once a change has propagated (within one lease)")
+
+dash = {
+    "uid": "imca-overview", "title": "IMCa overview", "tags": ["imca"], "timezone": "browser", "schemaVersion": 39, "version": 1,
+    "editable": True, "refresh": "10s", "time": {"from": "now-30m", "to": "now"},
+    "templating": {"list": [{"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Prometheus", "current": {}, "hide": 0}]},
+    "annotations": {"list": []},
+    "description": "IMCa: hit ratios, gateway latency, bank memory, storage load, live config. Queries use metric names only, so any job naming works.",
+    "panels": panels,
+}
+import os
+out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "grafana", "imca-overview.json")
+json.dump(dash, open(out, "w"), indent=2)
+print(len([p for p in panels if p["type"] != "row"]), "panels")
