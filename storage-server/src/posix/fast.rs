@@ -24,6 +24,7 @@ impl Posix {
             Ok(Some(n)) => {
                 // SAFETY: the first n bytes were written by the kernel.
                 unsafe { buf.set_len(n) };
+                self.hit();
                 Some(Ok(buf.freeze()))
             }
             Ok(None) => None,
@@ -34,6 +35,7 @@ impl Posix {
     /// getattr from the dentry/inode caches only.
     pub fn getattr_fast(&self, loc: &Loc) -> Option<io::Result<Attr>> {
         let o = self.resolve_cached(loc)?;
+        self.hit();
         Some(Ok(self.attr(&o)))
     }
 
@@ -45,11 +47,17 @@ impl Posix {
         if kind_of(&dir.st) != FileKind::Dir || (dir.fid == FileId::ROOT && name == META_DIR) {
             return None;
         }
-        match sys::open_beneath_cached(raw(&dir.fd), name, libc::O_PATH | libc::O_NOFOLLOW) {
-            Ok(fd) => Some(Ok(self.attr(&self.obj_cached(fd)?))),
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Some(Err(e)),
-            Err(_) => None,
-        }
+        let r = match sys::open_beneath_cached(raw(&dir.fd), name, libc::O_PATH | libc::O_NOFOLLOW) {
+            Ok(fd) => Ok(self.attr(&self.obj_cached(fd)?)),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Err(e),
+            Err(_) => return None,
+        };
+        self.hit();
+        Some(r)
+    }
+
+    fn hit(&self) {
+        self.fast_hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn resolve_cached(&self, loc: &Loc) -> Option<Obj> {

@@ -62,6 +62,8 @@ pub struct Posix {
     fids: OwnedFd,
     fds: FdCache,
     root_user: bool,
+    /// calls answered by the fast paths (see `fast`)
+    fast_hits: std::sync::atomic::AtomicU64,
 }
 
 /// An object reached from a `Loc`: an `O_PATH` fd, its stat and its id.
@@ -91,11 +93,16 @@ impl Posix {
             Ok(()) => {}
             Err(e) => return Err(io::Error::new(e.kind(), format!("export {}: cannot store file ids in xattrs: {e}", export.display()))),
         }
-        Ok(Posix { export: export.to_path_buf(), root, fids, fds: FdCache::new(fd_cache), root_user: sys::euid_is_root() })
+        Ok(Posix { export: export.to_path_buf(), root, fids, fds: FdCache::new(fd_cache), root_user: sys::euid_is_root(), fast_hits: Default::default() })
     }
 
     pub fn export(&self) -> &Path {
         &self.export
+    }
+
+    /// Calls answered on the async thread without the blocking pool.
+    pub fn fast_path_hits(&self) -> u64 {
+        self.fast_hits.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Number of data fds held open right now.
