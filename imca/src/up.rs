@@ -105,6 +105,7 @@ async fn up(args: Args) -> anyhow::Result<()> {
     if args.storage_servers == 0 {
         bail!("--storage-servers must be at least 1");
     }
+    check_layout(&dir, args.storage_servers, args.stripe_unit.as_deref())?;
     let deadline = Duration::from_secs(args.start_timeout);
     let mut ports = Ports { base: args.base_port, used: 0 };
     let mut procs: Vec<Proc> = Vec::new();
@@ -216,6 +217,27 @@ async fn up(args: Args) -> anyhow::Result<()> {
     stop_all(&mut procs, &mount).await;
     println!("imca up: stopped");
     outcome
+}
+
+/// The stripe layout is fixed by the data already in DIR: the same number of
+/// storage servers and stripe unit every time, or the files would be garbled.
+fn check_layout(dir: &Path, servers: usize, unit: Option<&str>) -> anyhow::Result<()> {
+    let unit = gateway::parse_size(unit.unwrap_or("128K")).map_err(anyhow::Error::msg)?;
+    let want = json!({ "storage_servers": servers, "stripe_unit": unit });
+    let path = dir.join("layout.json");
+    match std::fs::read(&path) {
+        Ok(text) => {
+            let have: Value = serde_json::from_slice(&text).with_context(|| format!("parsing {}", path.display()))?;
+            if have != want {
+                bail!(
+                    "{} holds a volume striped as {have}, but this run asks for {want};                      use the same --storage-servers/--stripe-unit or another --dir",
+                    dir.display()
+                );
+            }
+            Ok(())
+        }
+        Err(_) => gateway::write_ready_file(&path, &want),
+    }
 }
 
 fn imca(exe: &Path, sub: &str) -> Command {

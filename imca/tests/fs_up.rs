@@ -116,6 +116,19 @@ fn up_serves_a_mount_and_stops_cleanly() {
     wait_cluster_json(&mut up, &dir);
     assert_eq!(std::fs::read(mnt.join("hello")).unwrap(), b"world");
     assert!(sigterm_and_wait(&mut up).success());
+
+    // another layout over the same data is refused, not garbled
+    let mut up = start_up(&dir, &mnt, &["--storage-servers", "2", "--no-cache"]);
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = up.try_wait().unwrap() {
+            break s;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "imca up accepted a different layout");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(!status.success());
+    assert!(!is_mounted(&mnt));
 }
 
 #[test]
