@@ -24,6 +24,9 @@ pub struct TcpClientOptions {
     pub max_frame: usize,
     /// Calls queued for the writer before `call` waits (back-pressure).
     pub queue_depth: usize,
+    /// After a connect attempt timed out (peer blackholed), calls fail at
+    /// once for this long. A refused connection (peer down) never waits.
+    pub reconnect_backoff: Duration,
 }
 
 impl Default for TcpClientOptions {
@@ -33,6 +36,7 @@ impl Default for TcpClientOptions {
             connect_timeout: Duration::from_secs(5),
             max_frame: DEFAULT_MAX_FRAME,
             queue_depth: 1024,
+            reconnect_backoff: Duration::from_secs(1),
         }
     }
 }
@@ -90,14 +94,24 @@ impl Drop for Conn {
 pub struct TcpClient {
     addr: String,
     opts: TcpClientOptions,
-    conn: tokio::sync::Mutex<Option<Arc<Conn>>>,
+    slot: tokio::sync::Mutex<Slot>,
     next_id: AtomicU64,
+}
+
+#[derive(Default)]
+struct Slot {
+    conn: Option<Arc<Conn>>,
+    /// set while the peer is unreachable, so we log transitions, not every call
+    down: bool,
+    /// after a connect *timeout* (a blackholed peer), calls fail at once
+    /// until then instead of each waiting out its own connect timeout
+    unreachable_until: Option<tokio::time::Instant>,
 }
 
 impl TcpClient {
     /// A client that connects on its first call.
     pub fn new(addr: impl Into<String>, opts: TcpClientOptions) -> TcpClient {
-        TcpClient { addr: addr.into(), opts, conn: tokio::sync::Mutex::new(None), next_id: AtomicU64::new(1) }
+        TcpClient { addr: addr.into(), opts, slot: Default::default(), next_id: AtomicU64::new(1) }
     }
 
     /// A client whose connection (and handshake) is established now.
@@ -113,17 +127,38 @@ impl TcpClient {
 
     /// The live connection, opening a new one if there is none or it died.
     async fn connection(&self) -> Result<Arc<Conn>, TransportError> {
-        let mut slot = self.conn.lock().await;
-        if let Some(c) = slot.as_ref() {
+        let mut slot = self.slot.lock().await;
+        if let Some(c) = slot.conn.as_ref() {
             if !c.dead.load(Ordering::Acquire) {
                 return Ok(c.clone());
             }
-            tracing::info!(peer = %self.addr, "storage RPC connection lost; reconnecting");
         }
-        *slot = None;
-        let c = Arc::new(self.open().await?);
-        *slot = Some(c.clone());
-        Ok(c)
+        slot.conn = None;
+        if let Some(until) = slot.unreachable_until {
+            if tokio::time::Instant::now() < until {
+                return Err(TransportError::Connect(format!("{}: unreachable (recent connect timed out)", self.addr)));
+            }
+        }
+        match self.open().await {
+            Ok(c) => {
+                if std::mem::take(&mut slot.down) {
+                    tracing::info!(peer = %self.addr, "storage RPC connection re-established");
+                }
+                slot.unreachable_until = None;
+                let c = Arc::new(c);
+                slot.conn = Some(c.clone());
+                Ok(c)
+            }
+            Err(e) => {
+                if !std::mem::replace(&mut slot.down, true) {
+                    tracing::warn!(peer = %self.addr, "storage RPC peer unavailable: {e}");
+                }
+                if matches!(&e, TransportError::Connect(m) if m.contains("timed out")) {
+                    slot.unreachable_until = Some(tokio::time::Instant::now() + self.opts.reconnect_backoff);
+                }
+                Err(e)
+            }
+        }
     }
 
     async fn open(&self) -> Result<Conn, TransportError> {

@@ -320,3 +320,37 @@ async fn in_flight_requests_per_connection_are_bounded() {
     let max = g.max.load(std::sync::atomic::Ordering::SeqCst);
     assert!((1..=3).contains(&max), "served {max} at once with a bound of 3");
 }
+
+#[tokio::test]
+async fn an_unreachable_peer_is_not_retried_by_every_call() {
+    // Accepts but never completes the hello: connecting times out.
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        let mut keep = Vec::new();
+        while let Ok(s) = l.accept().await {
+            keep.push(s);
+        }
+    });
+    let o = TcpClientOptions {
+        call_timeout: Duration::from_secs(20),
+        connect_timeout: Duration::from_millis(300),
+        reconnect_backoff: Duration::from_millis(1500),
+        ..Default::default()
+    };
+    let c = TcpClient::new(&addr, o);
+    let t = Instant::now();
+    assert!(matches!(c.call(msg("x", vec![]), 0).await, Err(TransportError::Connect(_))));
+    assert!(t.elapsed() >= Duration::from_millis(250));
+    // Within the backoff: fails at once, without another connect attempt.
+    let t = Instant::now();
+    for _ in 0..10 {
+        assert!(matches!(c.call(msg("x", vec![]), 0).await, Err(TransportError::Connect(_))));
+    }
+    assert!(t.elapsed() < Duration::from_millis(250), "took {:?}", t.elapsed());
+    // After it: tries again (and waits for the connect timeout again).
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    let t = Instant::now();
+    assert!(c.call(msg("x", vec![]), 0).await.is_err());
+    assert!(t.elapsed() >= Duration::from_millis(250));
+}
