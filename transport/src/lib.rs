@@ -20,6 +20,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 pub mod tcp;
+#[cfg(feature = "rdma")]
+pub mod rdma;
 
 /// One request or reply.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -1,0 +1,391 @@
+//! RDMA transport on real verbs. These need an RDMA device: run them in the
+//! soft-RoCE VM, which boots once for this whole binary:
+//!
+//! ```sh
+//! ./dev rdma-test
+//! # or: CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER=$PWD/scripts/rdma-vm/run-in-rdma-vm.sh \
+//! #       cargo test -p transport --features rdma --test rdma
+//! ```
+//!
+//! The VM exports RDMA_IP (the address bound to rxe0) and RDMA_GID_INDEX.
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{oneshot, Notify};
+use transport::rdma::{self, RdmaClient, RdmaListener, RdmaOptions};
+use transport::{Message, RpcClient, RpcService, TransportError};
+
+fn ip() -> String {
+    std::env::var("RDMA_IP").expect(
+        "RDMA_IP is not set: these tests need an RDMA device; run them in the soft-RoCE VM with `./dev rdma-test`",
+    )
+}
+
+/// Test-only timeouts: the emulated VM acknowledges slowly (see scripts/rdma-vm/README.md).
+fn opts() -> RdmaOptions {
+    RdmaOptions {
+        ack_timeout: 19,
+        retry_cnt: 7,
+        gid_index: std::env::var("RDMA_GID_INDEX").ok().and_then(|g| g.parse().ok()),
+        call_timeout: Duration::from_secs(60),
+        connect_timeout: Duration::from_secs(20),
+        ..RdmaOptions::default()
+    }
+}
+
+/// A deterministic payload whose corruption anywhere is detected.
+fn pattern(n: usize, seed: u8) -> Bytes {
+    (0..n).map(|i| (i as u32).wrapping_mul(2654435761).to_le_bytes()[0] ^ seed).collect::<Vec<u8>>().into()
+}
+
+/// The service: the head is a command.
+///   "echo"       reply = request
+///   "gen N"      reply bulk = pattern(N)
+///   "len"        reply head = request bulk length (decimal)
+///   "head N"     reply head = N bytes
+///   "block"      wait for `release`, then echo
+#[derive(Default)]
+struct TestService {
+    seen: AtomicUsize,
+    arrived: Notify,
+    release: Notify,
+    released: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait]
+impl RpcService for TestService {
+    async fn handle(&self, req: Message) -> Message {
+        self.seen.fetch_add(1, Ordering::SeqCst);
+        self.arrived.notify_waiters();
+        let cmd = String::from_utf8_lossy(&req.head).to_string();
+        let mut words = cmd.split(' ');
+        match words.next().unwrap_or("") {
+            "gen" => {
+                let n: usize = words.next().unwrap().parse().unwrap();
+                Message::new(Bytes::from_static(b"ok"), pattern(n, 9))
+            }
+            "len" => Message::new(Bytes::from(req.bulk.len().to_string()), Bytes::new()),
+            "head" => {
+                let n: usize = words.next().unwrap().parse().unwrap();
+                Message::new(pattern(n, 3), Bytes::new())
+            }
+            "block" => {
+                loop {
+                    let n = self.release.notified();
+                    if self.released.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    n.await;
+                }
+                req
+            }
+            _ => req,
+        }
+    }
+}
+
+impl TestService {
+    async fn wait_seen(&self, n: usize) {
+        tokio::time::timeout(Duration::from_secs(60), async {
+            loop {
+                let a = self.arrived.notified();
+                if self.seen.load(Ordering::SeqCst) >= n {
+                    return;
+                }
+                a.await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("service saw {} requests, expected {n}", self.seen.load(Ordering::SeqCst)));
+    }
+
+    fn release_all(&self) {
+        self.released.store(true, Ordering::SeqCst);
+        self.release.notify_waiters();
+    }
+}
+
+struct Server {
+    addr: String,
+    stats: rdma::StatsHandle,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Server {
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        self.task.await.unwrap().unwrap();
+    }
+}
+
+async fn start(svc: Arc<TestService>, o: RdmaOptions) -> Server {
+    let l = RdmaListener::bind(&format!("{}:0", ip())).await.expect("bind");
+    let addr = l.local_addr().to_string();
+    let stats = l.stats_handle();
+    let (tx, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(rdma::serve(l, svc, o, async move {
+        let _ = rx.await;
+    }));
+    Server { addr, stats, stop: Some(tx), task }
+}
+
+fn msg(head: &str, bulk: Bytes) -> Message {
+    Message::new(Bytes::from(head.to_string()), bulk)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_agrees_on_handshake() {
+    let srv = start(Arc::default(), RdmaOptions { recv_count: 8, msg_size: 4096, ..opts() }).await;
+    let c = RdmaClient::connect(&srv.addr, RdmaOptions { recv_count: 16, inline_threshold: 1000, ..opts() }).await.unwrap();
+    let a = c.agreed().await.unwrap();
+    assert_eq!(a.send_credits, 7, "credits = the server's receive buffers - 1");
+    assert_eq!(a.recv_count, 16);
+    assert_eq!(a.msg_size, 4096, "the smaller message size wins");
+    assert_eq!(a.inline_threshold, 1000);
+    assert_eq!(a.path_mtu, 5, "rxe over the 9000-byte dummy netdev: active MTU 4096");
+    let r = c.call(msg("echo", Bytes::from_static(b"hi")), 0).await.unwrap();
+    assert_eq!(&r.bulk[..], b"hi");
+    assert!(c.describe().starts_with("rdma://"));
+    assert_eq!(srv.stats.get().connections, 1);
+    srv.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sequential_calls_return_credits_by_piggyback() {
+    let o = RdmaOptions { recv_count: 4, ..opts() };
+    let srv = start(Arc::default(), o.clone()).await;
+    let c = RdmaClient::connect(&srv.addr, o).await.unwrap();
+    for i in 0..40u8 {
+        let r = c.call(msg("echo", pattern(100, i)), 0).await.unwrap();
+        assert_eq!(r.bulk, pattern(100, i));
+    }
+    let (cs, ss) = (c.stats(), srv.stats.get());
+    assert_eq!(cs.credit_waits, 0, "one call at a time never runs out of credits");
+    assert_eq!(cs.credit_updates + ss.credit_updates, 0, "replies and requests carry the credits back");
+    assert_eq!((ss.reads, ss.writes), (0, 0), "small messages travel inline");
+    srv.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credits_exhausted_and_replenished() {
+    let o = RdmaOptions { recv_count: 4, ..opts() };
+    let svc = Arc::new(TestService::default());
+    let srv = start(svc.clone(), o.clone()).await;
+    let c = Arc::new(RdmaClient::connect(&srv.addr, o).await.unwrap());
+    let n = 12;
+    let calls: Vec<_> = (0..n)
+        .map(|i| {
+            let c = c.clone();
+            tokio::spawn(async move { c.call(msg("block", pattern(50, i as u8)), 0).await })
+        })
+        .collect();
+    // 12 requests through 3 credits while no reply has gone out: only the
+    // server's explicit credit updates can let them all arrive.
+    svc.wait_seen(n).await;
+    assert!(c.stats().credit_waits > 0, "the client ran out of credits");
+    assert!(srv.stats.get().credit_updates > 0, "the server returned credits without replies");
+    svc.release_all();
+    for (i, t) in calls.into_iter().enumerate() {
+        let r = t.await.unwrap().expect("call");
+        assert_eq!(r.bulk, pattern(50, i as u8));
+    }
+    // 12 replies into the client's 4 receives: the client had to report its own.
+    assert!(c.stats().credit_updates > 0, "the client returned credits to the server");
+    assert_eq!(srv.stats.get().protocol_errors, 0);
+    // still healthy (an RNR with rnr_retry = 0 would have killed the QP)
+    assert_eq!(&c.call(msg("echo", Bytes::from_static(b"x")), 0).await.unwrap().bulk[..], b"x");
+    srv.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_size_class_round_trips() {
+    let srv = start(Arc::default(), opts()).await;
+    let c = RdmaClient::connect(&srv.addr, opts()).await.unwrap();
+    let mut sizes = vec![0, 1, 100, 4000, 4096, 4097, 8191];
+    for &class in rdma::SIZE_CLASSES.iter() {
+        sizes.extend([class - 1, class, class + 1]);
+    }
+    sizes.push(9 << 20); // beyond the largest class: a one-off registration
+    for (i, &n) in sizes.iter().enumerate() {
+        let data = pattern(n, i as u8);
+        let r = c.call(msg("echo", data.clone()), n).await.unwrap_or_else(|e| panic!("{n} bytes: {e}"));
+        assert_eq!(r.head, Bytes::from_static(b"echo"));
+        assert!(r.bulk == data, "{n}-byte bulk came back different");
+    }
+    let s = srv.stats.get();
+    assert!(s.reads > 0 && s.writes > 0);
+    assert_eq!(s.protocol_errors, 0);
+    srv.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inline_write_and_read_paths() {
+    let srv = start(Arc::default(), opts()).await;
+    let c = RdmaClient::connect(&srv.addr, opts()).await.unwrap();
+    let delta = |before: rdma::RdmaStats, after: rdma::RdmaStats| (after.reads - before.reads, after.writes - before.writes);
+
+    // small both ways: Sends only
+    let s0 = srv.stats.get();
+    let r = c.call(msg("echo", pattern(1000, 1)), 1000).await.unwrap();
+    assert_eq!(r.bulk, pattern(1000, 1));
+    assert_eq!(delta(s0, srv.stats.get()), (0, 0), "inline");
+
+    // large reply: RDMA Write into the client's buffer, then the Send
+    let s0 = srv.stats.get();
+    let r = c.call(msg("gen 100000", Bytes::new()), 100000).await.unwrap();
+    assert_eq!(r.bulk, pattern(100000, 9));
+    assert_eq!(delta(s0, srv.stats.get()), (0, 1), "reply bulk by RDMA Write");
+
+    // large request: the server RDMA-Reads it
+    let s0 = srv.stats.get();
+    let r = c.call(msg("len", pattern(100000, 2)), 0).await.unwrap();
+    assert_eq!(&r.head[..], b"100000");
+    assert_eq!(delta(s0, srv.stats.get()), (1, 0), "request bulk by RDMA Read");
+
+    // a head too big for a Send: read with the request, written into the head region
+    let s0 = srv.stats.get();
+    let big_head = "echo ".to_string() + &"x".repeat(20000);
+    let r = c.call(Message::new(Bytes::from(big_head.clone()), pattern(10, 1)), 0).await.unwrap();
+    assert_eq!(r.head, Bytes::from(big_head));
+    assert_eq!(r.bulk, pattern(10, 1));
+    assert_eq!(delta(s0, srv.stats.get()), (1, 1), "oversized heads go by RDMA both ways");
+    let r = c.call(msg("head 30000", Bytes::new()), 0).await.unwrap();
+    assert_eq!(r.head, pattern(30000, 3));
+
+    // above the copy threshold the caller's buffer is registered once and reused
+    // (the cache is per device, shared with the other tests in this process)
+    let big = pattern(1 << 20, 5);
+    let hits0 = c.stats().mr_cache_hits;
+    for _ in 0..3 {
+        let r = c.call(msg("len", big.clone()), 0).await.unwrap();
+        assert_eq!(&r.head[..], b"1048576");
+    }
+    let cs = c.stats();
+    assert!(cs.mr_cache_hits - hits0 >= 2, "registered once, then found in the cache: {cs:?}");
+
+    // a reply bigger than the caller accepts is refused, not truncated
+    match c.call(msg("gen 100000", Bytes::new()), 50000).await {
+        Err(TransportError::TooLarge(n)) => assert_eq!(n, 100000),
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+    // and the connection is still fine
+    assert_eq!(c.call(msg("gen 5000", Bytes::new()), 5000).await.unwrap().bulk, pattern(5000, 9));
+    srv.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_poll_mode_works() {
+    let o = RdmaOptions { busy_poll: true, ..opts() };
+    let srv = start(Arc::default(), o.clone()).await;
+    let c = RdmaClient::connect(&srv.addr, o).await.unwrap();
+    for n in [10, 100000] {
+        let r = c.call(msg("echo", pattern(n, 4)), n).await.unwrap();
+        assert_eq!(r.bulk, pattern(n, 4));
+    }
+    srv.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_going_away_mid_transfer_fails_the_call() {
+    let svc = Arc::new(TestService::default());
+    let srv = start(svc.clone(), RdmaOptions { drain_timeout: Duration::from_millis(100), ..opts() }).await;
+    let c = Arc::new(RdmaClient::connect(&srv.addr, opts()).await.unwrap());
+    let c2 = c.clone();
+    let call = tokio::spawn(async move { c2.call(msg("block", pattern(2 << 20, 1)), 2 << 20).await });
+    svc.wait_seen(1).await; // the 2 MiB was RDMA-Read; the reply is pending
+    srv.stop().await;
+    let r = tokio::time::timeout(Duration::from_secs(60), call).await.expect("call must not hang").unwrap();
+    assert!(matches!(r, Err(TransportError::Disconnected(_))), "got {r:?}");
+    // the next call reconnects, and fails cleanly: nobody listens any more
+    assert!(c.call(msg("echo", Bytes::new()), 0).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_going_away_mid_transfer_leaves_server_healthy() {
+    let svc = Arc::new(TestService::default());
+    let srv = start(svc.clone(), opts()).await;
+    {
+        let c = Arc::new(RdmaClient::connect(&srv.addr, opts()).await.unwrap());
+        let c2 = c.clone();
+        let call = tokio::spawn(async move { c2.call(msg("block", pattern(3 << 20, 1)), 3 << 20).await });
+        svc.wait_seen(1).await;
+        call.abort();
+        let _ = call.await;
+        drop(c); // disconnects while the server still owes a 3 MiB RDMA Write
+    }
+    svc.release_all(); // the blocked handler now replies into a dead connection
+    let c = RdmaClient::connect(&srv.addr, opts()).await.unwrap();
+    let r = c.call(msg("echo", pattern(1 << 20, 2)), 1 << 20).await.unwrap();
+    assert_eq!(r.bulk, pattern(1 << 20, 2));
+    srv.stop().await;
+}
+
+/// A raw request header (layout in transport/src/rdma/proto.rs).
+fn raw_header(flags: u8, bulk_len: u32, read: (u64, u32, u32)) -> Vec<u8> {
+    let mut h = vec![0u8; 80];
+    h[..4].copy_from_slice(b"IMCR");
+    h[4] = 1; // request
+    h[5] = flags;
+    h[8..16].copy_from_slice(&77u64.to_le_bytes());
+    h[20..24].copy_from_slice(&bulk_len.to_le_bytes());
+    h[24..32].copy_from_slice(&read.0.to_le_bytes());
+    h[32..36].copy_from_slice(&read.1.to_le_bytes());
+    h[36..40].copy_from_slice(&read.2.to_le_bytes());
+    h
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_from_a_peer_drops_only_that_connection() {
+    let srv = start(Arc::default(), opts()).await;
+
+    // 1. a handshake that is not ours
+    let bad = RdmaOptions { hello_override: Some(b"GARBAGE-GARBAGE-GARBAGE".to_vec()), ..opts() };
+    match RdmaClient::connect(&srv.addr, bad).await {
+        Err(TransportError::Connect(e)) => assert!(e.contains("rejected"), "{e}"),
+        Err(e) => panic!("expected a rejected connection, got {e}"),
+        Ok(_) => panic!("garbage handshake accepted"),
+    }
+    assert_eq!(srv.stats.get().rejected, 1);
+
+    // 2. random bytes as a message, 3. a well-formed header with a bogus rkey
+    let garbage: Vec<Vec<u8>> = vec![
+        b"this is not an IMCa RDMA message at all, but it is long enough to look like one..........".to_vec(),
+        raw_header(2, 4096, (0x1000, 0xdead_beef, 4096)),
+    ];
+    for (i, g) in garbage.iter().enumerate() {
+        let c = RdmaClient::connect(&srv.addr, opts()).await.unwrap();
+        let c2 = RdmaClient::connect(&srv.addr, opts()).await.unwrap(); // a well-behaved neighbour
+        c.send_raw(g).await.unwrap();
+        // the server drops the bad connection; the client's next call notices
+        let r = tokio::time::timeout(Duration::from_secs(60), async {
+            while c.is_connected().await {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        assert!(r.is_ok(), "garbage #{i} did not close the connection");
+        let r = c2.call(msg("echo", Bytes::from_static(b"still here")), 0).await.unwrap();
+        assert_eq!(&r.bulk[..], b"still here");
+    }
+    assert!(srv.stats.get().protocol_errors >= 1, "the invalid message was counted");
+    // and new clients are served
+    let c = RdmaClient::connect(&srv.addr, opts()).await.unwrap();
+    assert_eq!(c.call(msg("gen 70000", Bytes::new()), 70000).await.unwrap().bulk, pattern(70000, 9));
+    srv.stop().await;
+}
+
+/// The measurement behind `copy_threshold`; prints a table (`--nocapture`).
+#[test]
+fn copy_vs_register() {
+    let _ = ip();
+    println!("copy_vs_register: bytes, memcpy ns, ibv_reg_mr+dereg ns");
+    for shift in [12, 14, 16, 17, 18, 19, 20, 22, 24] {
+        let (copy, reg) = rdma::measure_copy_vs_register(1 << shift, 21).unwrap();
+        println!("copy_vs_register: {:>9} {:>10} {:>10}", 1usize << shift, copy, reg);
+        assert!(copy > 0 && reg > 0);
+    }
+}
