@@ -174,8 +174,9 @@ pub trait AdminBackend: Send + Sync + 'static {
     /// authority; a backend may re-read it first).
     async fn config(&self) -> Result<CacheConfig, AdminError>;
 
-    /// The limits a config must respect (stripe unit, cache item size).
-    fn limits(&self) -> Limits;
+    /// The limits a config must respect (stripe unit, cache item size of
+    /// the nodes in `nodes`).
+    async fn limits(&self, nodes: &[String]) -> Limits;
 
     /// Make `proposed` the volume's config. `proposed.epoch` is the epoch the
     /// change was computed from; the backend installs it as `epoch + 1` by

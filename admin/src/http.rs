@@ -200,7 +200,7 @@ async fn change(
     let _one_at_a_time = app.changing.lock().await;
     let cur = app.backend.config().await?;
     let next = f(&cur)?;
-    validate(&next, &app.backend.limits())?;
+    validate(&next, &app.backend.limits(&next.nodes).await)?;
     if next == cur {
         return Ok(cur);
     }

@@ -33,9 +33,18 @@ pub async fn memcached_version(addr: &str, deadline: Duration) -> std::io::Resul
 /// `stats`: the node's general statistics (curr_items, bytes,
 /// limit_maxbytes, evictions, ...), as memcached and `imca cache-node` report them.
 pub async fn memcached_stats(addr: &str, deadline: Duration) -> std::io::Result<HashMap<String, String>> {
+    stats_of(addr, "stats", deadline).await
+}
+
+/// `stats settings`: the node's configuration (item_size_max is `-I`).
+pub async fn memcached_settings(addr: &str, deadline: Duration) -> std::io::Result<HashMap<String, String>> {
+    stats_of(addr, "stats settings", deadline).await
+}
+
+async fn stats_of(addr: &str, command: &str, deadline: Duration) -> std::io::Result<HashMap<String, String>> {
     let attempt = async {
         let mut s = TcpStream::connect(addr).await?;
-        s.write_all(b"stats\r\n").await?;
+        s.write_all(format!("{command}\r\n").as_bytes()).await?;
         let mut r = BufReader::new(&mut s);
         let mut out = HashMap::new();
         loop {
@@ -132,6 +141,8 @@ mod tests {
         let st = memcached_stats(&m.1, PROBE_TIMEOUT).await.unwrap();
         assert_eq!(st["curr_items"], "1");
         assert!(st.contains_key("limit_maxbytes") && st.contains_key("evictions"));
+        let settings = memcached_settings(&m.1, PROBE_TIMEOUT).await.unwrap();
+        assert_eq!(settings["item_size_max"], "1048576");
         memcached_flush_all(&m.1, PROBE_TIMEOUT).await.unwrap();
         // flush_all invalidates immediately; the item count drops lazily, so check a get.
         let mut s = TcpStream::connect(&m.1).await.unwrap();

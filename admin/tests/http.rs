@@ -32,7 +32,7 @@ impl AdminBackend for Fake {
     async fn config(&self) -> Result<CacheConfig, AdminError> {
         Ok(self.cfg.lock().unwrap().clone())
     }
-    fn limits(&self) -> Limits {
+    async fn limits(&self, _nodes: &[String]) -> Limits {
         Limits::default()
     }
     async fn apply_config(&self, proposed: CacheConfig) -> Result<CacheConfig, AdminError> {

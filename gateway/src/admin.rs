@@ -181,8 +181,16 @@ impl AdminBackend for GatewayAdmin {
         })
     }
 
-    fn limits(&self) -> Limits {
-        Limits { stripe_unit: self.stripe_unit, ..Limits::default() }
+    /// The stripe unit, and the smallest `-I` among the nodes that answer
+    /// `stats settings` (memcached's default when none does).
+    async fn limits(&self, nodes: &[String]) -> Limits {
+        let limits = futures::future::join_all(nodes.iter().map(|n| probe::memcached_settings(n, NODE_TIMEOUT))).await;
+        let item_limit = limits
+            .iter()
+            .filter_map(|r| r.as_ref().ok()?.get("item_size_max")?.parse::<u32>().ok())
+            .min()
+            .unwrap_or(admin::config::DEFAULT_ITEM_LIMIT);
+        Limits { stripe_unit: self.stripe_unit, item_limit, ..Limits::default() }
     }
 
     async fn apply_config(&self, proposed: CacheConfig) -> Result<CacheConfig, AdminError> {
