@@ -148,7 +148,11 @@ async fn mutate(p: &Pipeline, g: usize, rng: &mut StdRng) -> Vec<&'static str> {
 }
 
 async fn random_ops(kind: NodeKind, seed: u64, ops: usize) {
-    let p = Pipeline::start(Spec { kind, ..Default::default() });
+    random_ops_with(Spec { kind, ..Default::default() }, seed, ops).await
+}
+
+async fn random_ops_with(spec: Spec, seed: u64, ops: usize) {
+    let p = Pipeline::start(spec);
     let mut rng = StdRng::seed_from_u64(seed);
     let hits_before = client_translator::metrics::CACHE.with_label_values(&["read", "hit"]).get();
     for i in 0..ops {
@@ -174,4 +178,19 @@ async fn two_gateways_random_ops_memcached() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_gateways_random_ops_imca_cache_node() {
     random_ops(NodeKind::Imca, 0x1ca_0002, 2500).await;
+}
+
+/// The dissertation's "threaded" mode (writes invalidate synchronously and
+/// repopulate later) keeps the same promise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_gateways_random_ops_threaded_mode() {
+    random_ops_with(Spec { threaded: true, ..Default::default() }, 0x1ca_0003, 1500).await;
+}
+
+/// Every placement, and blocks as small as allowed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_gateways_random_ops_crc32_and_modulo_small_blocks() {
+    use xlator::volume::Placement;
+    random_ops_with(Spec { placement: Placement::Crc32, block_size: 256, ..Default::default() }, 0x1ca_0004, 600).await;
+    random_ops_with(Spec { placement: Placement::Modulo, block_size: 4096, ..Default::default() }, 0x1ca_0005, 600).await;
 }
