@@ -165,6 +165,7 @@ async fn refresher(
         });
         last = cfg.clone();
         reads += 1;
+        #[allow(clippy::manual_is_multiple_of)] // u64::is_multiple_of is newer than rust-version
         if reads % REPAIR_EVERY == 0 {
             // A server that was down during a change never stamps anything
             // newer; look at every server now and then.
