@@ -140,6 +140,8 @@ impl CmCache {
                     metrics::count("getattr", "hit");
                     return Ok(a);
                 }
+                // corrupt or foreign: a miss, and out of the way (deleting is always safe)
+                let _ = l.bank.update(&[Update::Delete(key.clone())], None).await;
                 None
             }
             Claim::Mine(c) => Some(c),

@@ -194,3 +194,34 @@ async fn two_gateways_random_ops_crc32_and_modulo_small_blocks() {
     random_ops_with(Spec { placement: Placement::Crc32, block_size: 256, ..Default::default() }, 0x1ca_0004, 600).await;
     random_ops_with(Spec { placement: Placement::Modulo, block_size: 4096, ..Default::default() }, 0x1ca_0005, 600).await;
 }
+
+/// A corrupted value, or another program's value under our key, is a miss:
+/// the application still gets the storage servers' bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corrupt_or_foreign_values_are_misses() {
+    use cache_bank::{Bank, BankOptions, Keys, Update};
+    let p = Pipeline::start(Spec::default());
+    let g = &p.gateways[0];
+    let new = NewFile { name: "x".into(), fid: FileId::from_random(42), perm: 0o644, owner: Owner::default(), exclusive: false };
+    let a = g.create(&Loc::root(), &new, libc::O_RDWR | libc::O_CREAT).await.unwrap();
+    let loc = Loc::new("x", Some(a.fid));
+    let data: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
+    g.write(&loc, 0, Bytes::from(data.clone())).await.unwrap();
+    for _ in 0..2 {
+        assert_eq!(g.read(&loc, 0, 60_000).await.unwrap(), data); // populates
+    }
+    let keys = Keys::from_config(&p.config);
+    let bank = Bank::new(&p.config.nodes, p.config.placement, BankOptions::default());
+    let mut ups = vec![Update::Set(keys.stat(a.fid), Bytes::from_static(b"not an IMCa value"))];
+    for n in 0..(50_000 / p.config.block_size as u64 + 1) {
+        let k = keys.block(a.fid, n);
+        // a well-formed block value, but written for another key
+        let foreign = cache_bank::value::encode(cache_bank::value::Kind::Block, "some other key", &[0xee; 2048]);
+        ups.push(Update::Set(k, if n % 2 == 0 { foreign } else { Bytes::from_static(b"IM\x01Bgarbage") }));
+    }
+    bank.update(&ups, Some(std::time::Duration::from_secs(10))).await.unwrap();
+    for gw in &p.gateways {
+        assert_eq!(gw.read(&loc, 0, 60_000).await.unwrap(), data);
+        assert_eq!(gw.getattr(&loc).await.unwrap().size, 50_000);
+    }
+}

@@ -184,9 +184,9 @@ impl Translator for SmCache {
     /// then reply.
     async fn write(&self, loc: &Loc, offset: u64, data: Data) -> FsResult<WriteReply> {
         let i = &self.inner;
-        let (Some(l), Some(fid)) = (i.layouts.current(), loc.fid) else {
-            return self.below.write(loc, offset, data).await;
-        };
+        let Some(l) = i.layouts.current() else { return self.below.write(loc, offset, data).await };
+        // a write by path still changes blocks keyed by the file's id
+        let fid = i.fid_of(loc).await?;
         let bs = l.keys.block_size as u64;
         let g = i.locks.exclusive(fid).await;
         let r = self.below.write(loc, offset, data.clone()).await?;
