@@ -7,6 +7,10 @@ use crate::node::{ArithResult, StoreResult};
 use crate::session::{After, Session};
 use crate::stats::C;
 
+/// Largest reply one multi-get may build (a 4 MiB line of keys could
+/// otherwise name terabytes of values).
+const MAX_GET_REPLY: usize = 32 << 20;
+
 impl Session {
     pub(crate) fn exec_text(&mut self, frame: Frame<'_>, out: &mut Vec<u8>) -> After {
         match frame {
@@ -48,9 +52,16 @@ impl Session {
         match cmd {
             Command::Get { keys, cas, touch } => {
                 let touch = touch.map(|e| clock.realtime(e));
+                let start = out.len();
                 for key in keys {
                     if let Some((v, flags, c)) = node.get(&mut self.cnt, key, touch) {
                         reply::value(out, key, flags, &v, cas.then_some(c));
+                        if out.len() - start > MAX_GET_REPLY {
+                            // memcached's answer when it cannot hold a reply.
+                            out.truncate(start);
+                            reply::line(out, "SERVER_ERROR out of memory writing get response");
+                            return After::Continue;
+                        }
                     }
                 }
                 reply::line(out, "END");

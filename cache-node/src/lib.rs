@@ -64,7 +64,7 @@ use tokio::sync::watch;
 pub use clock::Clock;
 pub use config::{Args, Config};
 pub use node::Node;
-pub use session::{Progress, Session};
+pub use session::{Progress, Session, OUT_HIGH_WATER};
 
 /// A running node started with [`start`].
 pub struct Handle {

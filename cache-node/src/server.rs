@@ -138,17 +138,22 @@ async fn connection(mut stream: TcpStream, node: Arc<Node>, mut shutdown: watch:
         if n == 0 {
             return Ok(());
         }
-        let progress = session.process(&mut input, &mut out);
-        if !out.is_empty() {
-            stream.write_all(&out).await?;
-            out.clear();
-            if out.capacity() > KEEP_OUT {
-                out = Vec::with_capacity(READ_BUF);
+        loop {
+            let progress = session.process(&mut input, &mut out);
+            if !out.is_empty() {
+                stream.write_all(&out).await?;
+                out.clear();
+                if out.capacity() > KEEP_OUT {
+                    out = Vec::with_capacity(READ_BUF);
+                }
             }
-        }
-        if progress == Progress::Close {
-            let _ = stream.shutdown().await;
-            return Ok(());
+            if progress == Progress::Close {
+                let _ = stream.shutdown().await;
+                return Ok(());
+            }
+            if !session.pending() {
+                break;
+            }
         }
         if input.is_empty() && input.capacity() > KEEP_OUT {
             input = BytesMut::with_capacity(READ_BUF);

@@ -30,8 +30,15 @@ enum Proto {
     Binary,
 }
 
+/// `process` stops taking requests once this much output is waiting, so a
+/// peer that pipelines many large gets cannot make one batch's replies
+/// grow without bound; the owner writes `out` and calls `process` again.
+pub const OUT_HIGH_WATER: usize = 1 << 20;
+
 pub struct Session {
     pub(crate) node: Arc<Node>,
+    /// the last `process` stopped at the output high-water mark
+    pending: bool,
     proto: Option<Proto>,
     /// bytes of a refused data block still to discard
     swallow: usize,
@@ -49,11 +56,19 @@ pub(crate) enum After {
 impl Session {
     pub fn new(node: Arc<Node>) -> Session {
         let latency = node.metrics.as_ref().map(|m| m.latency.local());
-        Session { node, proto: None, swallow: 0, cnt: Counters::default(), latency }
+        Session { node, pending: false, proto: None, swallow: 0, cnt: Counters::default(), latency }
     }
 
-    /// Consumes every complete request at the front of `input` (leaving a
-    /// partial one in place) and appends the replies to `out`.
+    /// True when the last [`process`](Self::process) stopped because `out`
+    /// reached [`OUT_HIGH_WATER`] with complete requests possibly left in
+    /// `input`: write `out`, then call `process` again before reading more.
+    pub fn pending(&self) -> bool {
+        self.pending
+    }
+
+    /// Consumes complete requests at the front of `input` (leaving a partial
+    /// one in place, and stopping early at [`OUT_HIGH_WATER`] bytes of
+    /// output) and appends the replies to `out`.
     pub fn process(&mut self, input: &mut BytesMut, out: &mut Vec<u8>) -> Progress {
         let before = out.len();
         let in_len = input.len();
@@ -70,7 +85,12 @@ impl Session {
 
     fn run(&mut self, input: &mut BytesMut, out: &mut Vec<u8>) -> Progress {
         let max_value = self.node.config.max_value();
+        self.pending = false;
         loop {
+            if out.len() >= OUT_HIGH_WATER {
+                self.pending = !input.is_empty();
+                return Progress::Continue;
+            }
             if self.swallow > 0 {
                 let n = self.swallow.min(input.len());
                 input.advance(n);
