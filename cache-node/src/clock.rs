@@ -9,7 +9,9 @@ fn coarse_secs() -> i64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime only writes the timespec we pass.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
-    ts.tv_sec as i64
+    #[allow(clippy::unnecessary_cast)]
+    let s = ts.tv_sec as i64;
+    s
 }
 
 /// memcached's `REALTIME_MAXDELTA`: larger exptimes are absolute unix times.

@@ -136,7 +136,7 @@ impl Session {
             op::VERSION => ok(out, 0, &[], &[], VERSION.as_bytes()),
             op::STAT => {
                 let args: Vec<&[u8]> = if req.key.is_empty() { vec![] } else { vec![req.key] };
-                match crate::stats_reply::collect(&node, &args) {
+                match crate::stats_reply::collect(node, &args) {
                     Some(list) => {
                         for (k, v) in list {
                             ok(out, 0, &[], k.as_bytes(), v.as_bytes());

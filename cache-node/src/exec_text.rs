@@ -111,7 +111,7 @@ impl Session {
                     reply::line(out, "OK");
                 }
             }
-            Command::Stats { args } => crate::stats_reply::stats(&node, &args, out),
+            Command::Stats { args } => crate::stats_reply::stats(node, &args, out),
             Command::Version => {
                 out.extend_from_slice(b"VERSION ");
                 reply::line(out, VERSION);

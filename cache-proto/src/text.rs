@@ -85,6 +85,7 @@ pub const DELETE_USAGE: &str = "CLIENT_ERROR bad command line format.  Usage: de
 
 /// Finds the first line: `Ok(Some((line, consumed)))`, `Ok(None)` if more
 /// bytes are needed, `Err(())` if the connection must be closed.
+#[allow(clippy::result_unit_err)]
 pub fn split_line(buf: &[u8]) -> Result<Option<(&[u8], usize)>, ()> {
     match memchr(b'\n', buf) {
         Some(nl) => {
@@ -213,7 +214,7 @@ pub fn parse_line(line: &[u8]) -> Result<LineOutcome<'_>, Frame<'_>> {
             if op == StoreOp::Cas {
                 cas = strtoull(t[5]).ok_or_else(|| err(BAD_FORMAT, noreply))?;
             }
-            if vlen < 0 || vlen > i32::MAX - 2 {
+            if !(0..=i32::MAX - 2).contains(&vlen) {
                 return Err(err(BAD_FORMAT, noreply));
             }
             Command::Store { op, key: t[1], flags, exptime, len: vlen as usize, cas, noreply }
