@@ -70,6 +70,10 @@ pub struct Args {
     /// FUSE reader threads (default: number of CPUs, 2..=8).
     #[arg(long)]
     pub fuse_threads: Option<usize>,
+    /// Storage RPC transport: tcp, rdma (needs the `rdma` build feature and a
+    /// device) or auto (rdma when possible, logged).
+    #[arg(long, value_name = "KIND", default_value = "tcp")]
+    pub transport: transport::select::TransportKind,
     /// Where to mount.
     pub mountpoint: PathBuf,
 }
@@ -116,7 +120,8 @@ pub async fn shutdown_signal() {
 pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
     let mountpoint = mount::prepare(&args.mountpoint)?;
     let timeout = Duration::from_secs_f64(args.timeout.max(0.001));
-    let clients = storage::connect(&args.storage_servers, timeout).await?;
+    let rdma = transport::select::use_rdma(args.transport, "gateway").map_err(anyhow::Error::msg)?;
+    let clients = storage::connect(&args.storage_servers, timeout, rdma).await?;
     let leaves = clients.iter().map(|c| c.clone() as xlator::Next).collect();
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

@@ -50,6 +50,14 @@ pub struct Args {
     /// How long to wait for each process to become ready, in seconds.
     #[arg(long, default_value_t = 60)]
     pub start_timeout: u64,
+    /// Storage RPC transport of the storage servers and the gateway: tcp,
+    /// rdma (needs the `rdma` build feature and a device) or auto.
+    #[arg(long, value_name = "KIND", default_value = "tcp")]
+    pub transport: transport::select::TransportKind,
+    /// With --transport rdma|auto: the IP of the RDMA-capable interface the
+    /// storage servers listen on (rdma_cm cannot use loopback).
+    #[arg(long, value_name = "IP", default_value = "127.0.0.1")]
+    pub rdma_ip: String,
 }
 
 pub fn main(args: Args) -> anyhow::Result<()> {
@@ -126,7 +134,13 @@ async fn up(args: Args) -> anyhow::Result<()> {
             let ready = ready_path(&run, &format!("storage-{i}"));
             let mut cmd = imca(&exe, "storage");
             cmd.arg("--export").arg(&export);
-            cmd.args(["--listen", &ports.next(), "--metrics", "127.0.0.1:0", "--ready-file"]).arg(&ready);
+            let mut listen = ports.next();
+            if args.transport != transport::select::TransportKind::Tcp {
+                let port = listen.rsplit_once(':').map_or("0", |(_, p)| p).to_string();
+                listen = format!("{}:{port}", args.rdma_ip);
+            }
+            cmd.args(["--transport", &args.transport.to_string()]);
+            cmd.args(["--listen", &listen, "--metrics", "127.0.0.1:0", "--ready-file"]).arg(&ready);
             procs.push(spawn(&format!("storage-{i}"), cmd, &logs)?);
             storage.push((procs.len() - 1, ready, export));
         }
@@ -176,6 +190,7 @@ async fn up(args: Args) -> anyhow::Result<()> {
         let ready = ready_path(&run, "gateway");
         let mut cmd = imca(&exe, "mount");
         cmd.arg("--storage-servers").arg(storage_addrs.join(","));
+        cmd.args(["--transport", &args.transport.to_string()]);
         if !cache_addrs.is_empty() {
             cmd.arg("--cache-nodes").arg(cache_addrs.join(","));
         }

@@ -26,3 +26,15 @@ pub use client::{ClientError, ClientOptions, ProtocolClient, DEFAULT_OP_TIMEOUT}
 pub async fn connect(addr: &str, options: ClientOptions) -> Result<ProtocolClient, ClientError> {
     ProtocolClient::connect(addr, options).await
 }
+
+/// Like [`connect`], over RDMA when `rdma` (see `transport::select`), else TCP.
+pub async fn connect_transport(addr: &str, options: ClientOptions, rdma: bool) -> Result<ProtocolClient, ClientError> {
+    if !rdma {
+        return ProtocolClient::connect(addr, options).await;
+    }
+    let t = options.connect_timeout.min(options.op_timeout);
+    let rpc = transport::select::client(true, addr, options.op_timeout, t);
+    let c = ProtocolClient::new(rpc, &options);
+    c.fetch_volume_config().await.map_err(|source| ClientError::Fs { addr: addr.to_string(), source })?;
+    Ok(c)
+}

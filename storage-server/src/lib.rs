@@ -68,6 +68,10 @@ pub struct Args {
     /// Threads for blocking file-system calls.
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub io_threads: usize,
+    /// tcp, rdma (also listen for RDMA on the same ip:port; needs the `rdma`
+    /// build feature and a device) or auto (rdma when possible, logged).
+    #[arg(long, value_name = "KIND", default_value = "tcp")]
+    pub transport: transport::select::TransportKind,
 }
 
 impl Args {
@@ -84,6 +88,7 @@ impl Args {
             fd_cache: posix::DEFAULT_FD_CACHE,
             max_connections: 1024,
             io_threads: 64,
+            transport: Default::default(),
         }
     }
 }
@@ -165,6 +170,17 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
         }
         None => (None, None),
     };
+    // RDMA (rdma helper): same ip:port in rdma_cm's port space; it stops when the TCP server does.
+    let (rdma_stop, rdma_stop_rx) = oneshot::channel::<()>();
+    let rdma = transport::select::use_rdma(args.transport, "storage server").map_err(anyhow::Error::msg)?;
+    if rdma {
+        let svc: Arc<dyn transport::RpcService> = service.clone();
+        transport::select::serve_rdma(addr, svc, async move {
+            let _ = rdma_stop_rx.await;
+        })
+        .await
+        .with_context(|| format!("listening for RDMA on {addr}"))?;
+    }
     let (stop, stop_rx) = oneshot::channel::<()>();
     let opts = transport::tcp::ServerOptions { max_connections: args.max_connections, ..Default::default() };
     let task = tokio::spawn(async move {
@@ -174,6 +190,7 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
         if let Err(e) = transport::tcp::serve(listener, service, opts, shutdown).await {
             tracing::error!("storage RPC server failed: {e}");
         }
+        drop(rdma_stop);
     });
     tracing::info!(%addr, export = %export.display(), epoch = volume.epoch(), "storage server listening");
     if let Some(path) = &args.ready_file {
@@ -182,6 +199,7 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
             "metrics": metrics_addr.map(metrics::url),
             "export": export.display().to_string(),
             "epoch": volume.epoch(),
+            "rdma": rdma,
         });
         write_ready(path, &ready).with_context(|| format!("writing ready file {}", path.display()))?;
     }

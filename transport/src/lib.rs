@@ -22,6 +22,7 @@ use bytes::Bytes;
 pub mod tcp;
 #[cfg(feature = "rdma")]
 pub mod rdma;
+pub mod select;
 
 /// One request or reply.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

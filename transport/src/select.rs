@@ -1,0 +1,141 @@
+//! Choosing a transport: `--transport tcp|rdma|auto` for every daemon.
+//!
+//! `auto` uses RDMA when this binary was built with the `rdma` feature and
+//! the machine has an RDMA device, else TCP, and logs which it chose and
+//! why. `rdma` without both is an error. A server offering RDMA listens on
+//! the same IP and port in rdma_cm's port space (separate from TCP's) next to
+//! its TCP listener, so one address reaches it either way.
+
+use crate::{tcp, RpcClient, RpcService};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TransportKind {
+    #[default]
+    Tcp,
+    Rdma,
+    Auto,
+}
+
+impl std::str::FromStr for TransportKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "tcp" => Ok(TransportKind::Tcp),
+            "rdma" => Ok(TransportKind::Rdma),
+            "auto" => Ok(TransportKind::Auto),
+            _ => Err(format!("unknown transport {s:?} (expected tcp, rdma or auto)")),
+        }
+    }
+}
+
+impl std::fmt::Display for TransportKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TransportKind::Tcp => "tcp",
+            TransportKind::Rdma => "rdma",
+            TransportKind::Auto => "auto",
+        })
+    }
+}
+
+/// Why RDMA cannot be used here, if it cannot.
+pub fn rdma_unavailable() -> Option<&'static str> {
+    #[cfg(feature = "rdma")]
+    {
+        if crate::rdma::device_present() {
+            None
+        } else {
+            Some("no RDMA device on this machine")
+        }
+    }
+    #[cfg(not(feature = "rdma"))]
+    {
+        Some("this binary was built without the `rdma` feature")
+    }
+}
+
+/// Resolve `auto`; `Ok(true)` means use RDMA. `what` names the daemon in logs.
+pub fn use_rdma(kind: TransportKind, what: &str) -> Result<bool, String> {
+    match (kind, rdma_unavailable()) {
+        (TransportKind::Tcp, _) => Ok(false),
+        (TransportKind::Rdma, None) => Ok(true),
+        (TransportKind::Rdma, Some(why)) => Err(format!("--transport rdma: {why}")),
+        (TransportKind::Auto, None) => {
+            tracing::info!("{what}: transport auto -> rdma");
+            Ok(true)
+        }
+        (TransportKind::Auto, Some(why)) => {
+            tracing::info!("{what}: transport auto -> tcp ({why})");
+            Ok(false)
+        }
+    }
+}
+
+/// A client of `addr` over the chosen transport (connecting on first call).
+pub fn client(rdma: bool, addr: &str, call_timeout: Duration, connect_timeout: Duration) -> Arc<dyn RpcClient> {
+    #[cfg(feature = "rdma")]
+    if rdma {
+        let o = crate::rdma::RdmaOptions { call_timeout, connect_timeout, ..rdma_options_from_env() };
+        return Arc::new(crate::rdma::RdmaClient::new(addr, o));
+    }
+    let _ = rdma;
+    Arc::new(tcp::TcpClient::new(addr, tcp::TcpClientOptions { call_timeout, connect_timeout, ..Default::default() }))
+}
+
+/// Serve `service` over RDMA on `addr` (the TCP listener's ip:port) until
+/// `shutdown`. Returns once listening; errors if the address has no RDMA device.
+pub async fn serve_rdma(
+    addr: std::net::SocketAddr,
+    service: Arc<dyn RpcService>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<tokio::task::JoinHandle<()>> {
+    #[cfg(feature = "rdma")]
+    {
+        let l = crate::rdma::RdmaListener::bind(&addr.to_string()).await?;
+        let at = l.local_addr();
+        Ok(tokio::spawn(async move {
+            if let Err(e) = crate::rdma::serve(l, service, rdma_options_from_env(), shutdown).await {
+                tracing::error!(%at, "RDMA server failed: {e}");
+            }
+        }))
+    }
+    #[cfg(not(feature = "rdma"))]
+    {
+        let _ = (addr, service, shutdown);
+        Err(std::io::Error::other("this binary was built without the `rdma` feature"))
+    }
+}
+
+/// Options from the environment: IMCA_RDMA_ACK_TIMEOUT, IMCA_RDMA_RETRY_CNT,
+/// IMCA_RDMA_GID_INDEX (e.g. the soft-RoCE VM needs ACK timeout 19, retry 7).
+#[cfg(feature = "rdma")]
+pub fn rdma_options_from_env() -> crate::rdma::RdmaOptions {
+    let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u8>().ok());
+    let d = crate::rdma::RdmaOptions::default();
+    crate::rdma::RdmaOptions {
+        ack_timeout: env("IMCA_RDMA_ACK_TIMEOUT").unwrap_or(d.ack_timeout),
+        retry_cnt: env("IMCA_RDMA_RETRY_CNT").unwrap_or(d.retry_cnt),
+        gid_index: env("IMCA_RDMA_GID_INDEX").or(d.gid_index),
+        ..d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_resolves() {
+        assert_eq!("auto".parse::<TransportKind>().unwrap(), TransportKind::Auto);
+        assert!("udp".parse::<TransportKind>().is_err());
+        assert_eq!(use_rdma(TransportKind::Tcp, "t"), Ok(false));
+        // this machine (and CI) has no RDMA: auto falls back, rdma refuses
+        if rdma_unavailable().is_some() {
+            assert_eq!(use_rdma(TransportKind::Auto, "t"), Ok(false));
+            assert!(use_rdma(TransportKind::Rdma, "t").is_err());
+        }
+    }
+}
