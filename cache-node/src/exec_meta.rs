@@ -26,9 +26,12 @@ struct View {
     fetched: bool,
 }
 
+/// " k<key>", and for a base64 key " k<base64> b" (memcached marks it so).
 fn put_key(out: &mut Vec<u8>, m: &MetaCommand<'_>) {
+    out.extend_from_slice(b" k");
     if m.has(b'b') {
         out.extend_from_slice(base64_encode(&m.key).as_bytes());
+        out.extend_from_slice(b" b");
     } else {
         out.extend_from_slice(&m.key);
     }
@@ -42,11 +45,7 @@ fn ret_flags(out: &mut Vec<u8>, m: &MetaCommand<'_>, v: Option<&View>) {
                 out.extend_from_slice(b" O");
                 out.extend_from_slice(tok);
             }
-            (b'k', _) => {
-                out.extend_from_slice(b" k");
-                put_key(out, m);
-            }
-            (b'b', _) if m.has(b'k') => out.extend_from_slice(b" b"),
+            (b'k', _) => put_key(out, m),
             (b's', Some(v)) => {
                 let _ = write!(out, " s{}", v.len);
             }
@@ -200,14 +199,10 @@ impl Session {
                     out.extend_from_slice(b" O");
                     out.extend_from_slice(tok);
                 }
-                b'k' => {
-                    out.extend_from_slice(b" k");
-                    put_key(out, m);
-                }
+                b'k' => put_key(out, m),
                 b'c' if code == "HD" => {
                     let _ = write!(out, " c{}", v.cas);
                 }
-                b'b' if m.has(b'k') => out.extend_from_slice(b" b"),
                 _ => {}
             }
         }
@@ -302,7 +297,11 @@ impl Session {
             None => reply::line(out, "EN"),
             Some((v, size)) => {
                 out.extend_from_slice(b"ME ");
-                put_key(out, m);
+                if m.has(b'b') {
+                    out.extend_from_slice(base64_encode(&m.key).as_bytes());
+                } else {
+                    out.extend_from_slice(&m.key);
+                }
                 let fetch = if v.fetched { "yes" } else { "no" };
                 let _ = write!(
                     out,

@@ -121,8 +121,14 @@ pub fn parse_tokens<'a>(t: &[&'a [u8]]) -> Result<MetaCommand<'a>, Frame<'a>> {
         rest = &rest[1..];
     }
     let swallow = if kind == Kind::Set { datalen + 2 } else { 0 };
-    // ma reports every flag problem with one generic message.
-    let generic = |msg: &'static str| if kind == Kind::Arith { "CLIENT_ERROR invalid or duplicate flag" } else { msg };
+    // ma and md report every flag problem with one generic message.
+    let generic = |msg: &'static str| {
+        if matches!(kind, Kind::Arith | Kind::Delete) {
+            "CLIENT_ERROR invalid or duplicate flag"
+        } else {
+            msg
+        }
+    };
     let mut flags = Vec::with_capacity(rest.len());
     let mut seen = [false; 128];
     for tok in rest {
@@ -158,7 +164,7 @@ pub fn parse_tokens<'a>(t: &[&'a [u8]]) -> Result<MetaCommand<'a>, Frame<'a>> {
         };
         if !valid {
             return Err(e(
-                if kind == Kind::Arith { "CLIENT_ERROR invalid mode for ma M token" } else { "CLIENT_ERROR invalid mode for ms STORE_MODE" },
+                if kind == Kind::Arith { "CLIENT_ERROR invalid mode for ma M token" } else { "CLIENT_ERROR invalid mode for ms M token" },
                 swallow,
             ));
         }
