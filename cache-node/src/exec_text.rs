@@ -54,8 +54,10 @@ impl Session {
                 let touch = touch.map(|e| clock.realtime(e));
                 let start = out.len();
                 for key in keys {
-                    if let Some((v, flags, c)) = node.get(&mut self.cnt, key, touch) {
-                        reply::value(out, key, flags, &v, cas.then_some(c));
+                    let hit = node.get_with(&mut self.cnt, key, touch, |it| {
+                        reply::value(out, key, it.flags, &it.value, cas.then_some(it.cas))
+                    });
+                    if hit {
                         if out.len() - start > MAX_GET_REPLY {
                             // memcached's answer when it cannot hold a reply.
                             out.truncate(start);

@@ -213,33 +213,35 @@ impl Node {
 
     /// get / gat: (value, flags, cas) of a live item.
     pub fn get(&self, cnt: &mut Counters, key: &[u8], touch: Option<u32>) -> Option<(Bytes, u32, u64)> {
+        let mut r = None;
+        self.get_with(cnt, key, touch, |it| r = Some((it.value.clone(), it.flags, it.cas)));
+        r
+    }
+
+    /// get / gat handing the live item to `f` under its shard lock, so the
+    /// hot path copies the value straight into the reply (no refcount
+    /// traffic on the value's buffer). Returns whether it was a hit.
+    pub fn get_with(&self, cnt: &mut Counters, key: &[u8], touch: Option<u32>, f: impl FnOnce(&Item)) -> bool {
         cnt.inc(C::CmdGet);
         if touch.is_some() {
             cnt.inc(C::CmdTouch);
         }
-        let r = self.store.with(key, |slot| {
+        let hit = self.store.with(key, |slot| {
             let now = slot.now;
-            let it = slot.get()?;
+            let Some(it) = slot.get() else { return false };
             if let Some(e) = touch {
                 it.exptime = e;
             }
             it.fetched = true;
             it.atime = now;
-            Some((it.value.clone(), it.flags, it.cas))
+            f(it);
+            true
         });
-        match (r.is_some(), touch.is_some()) {
-            (true, false) => cnt.inc(C::GetHits),
-            (false, false) => cnt.inc(C::GetMisses),
-            (true, true) => {
-                cnt.inc(C::GetHits);
-                cnt.inc(C::TouchHits)
-            }
-            (false, true) => {
-                cnt.inc(C::GetMisses);
-                cnt.inc(C::TouchMisses)
-            }
+        cnt.inc(if hit { C::GetHits } else { C::GetMisses });
+        if touch.is_some() {
+            cnt.inc(if hit { C::TouchHits } else { C::TouchMisses });
         }
-        r
+        hit
     }
 
     /// flush_all with memcached's delay rule (<= 0: now).
