@@ -57,13 +57,11 @@ impl Session {
                     let hit = node.get_with(&mut self.cnt, key, touch, |it| {
                         reply::value(out, key, it.flags, &it.value, cas.then_some(it.cas))
                     });
-                    if hit {
-                        if out.len() - start > MAX_GET_REPLY {
-                            // memcached's answer when it cannot hold a reply.
-                            out.truncate(start);
-                            reply::line(out, "SERVER_ERROR out of memory writing get response");
-                            return After::Continue;
-                        }
+                    if hit && out.len() - start > MAX_GET_REPLY {
+                        // memcached's answer when it cannot hold a reply.
+                        out.truncate(start);
+                        reply::line(out, "SERVER_ERROR out of memory writing get response");
+                        return After::Continue;
                     }
                 }
                 reply::line(out, "END");
