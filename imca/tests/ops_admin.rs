@@ -249,3 +249,46 @@ fn exposed_admin_api_needs_a_token() {
     let (good, out) = ctl(&["--admin", &url, "config"]);
     assert!(!good && out.contains("401"), "{out}");
 }
+
+#[test]
+fn a_server_down_during_a_change_is_brought_up_to_date_when_back() {
+    let mut cluster = ClusterSpec::new()
+        .storage(3)
+        .cache(Cache::Imca(1))
+        .gateways(1)
+        .gateway_arg("--admin")
+        .gateway_arg("127.0.0.1:0")
+        .timeout(2.0)
+        .start();
+    let gw = Client::new(&cluster.gateways[0].admin_url().unwrap(), None).unwrap();
+    let before: CacheConfig = gw.get("/api/v1/config").unwrap();
+
+    // Server 2 is down: the change still commits (server 0 is the authority).
+    cluster.storage[2].kill();
+    let cfg: CacheConfig = gw.send("PUT", "/api/v1/config", &serde_json::json!({"block_size": 8192})).unwrap();
+    assert_eq!(cfg.epoch, before.epoch + 1);
+    let s = status(&gw);
+    assert!(!s.storage_servers[2].healthy, "{:?}", s.storage_servers);
+
+    // A second change while it is still down: it will be two epochs behind.
+    let cfg: CacheConfig = gw.send("PUT", "/api/v1/config", &serde_json::json!({"block_size": 16384})).unwrap();
+    assert_eq!(cfg.epoch, before.epoch + 2);
+
+    // Back with its old config on disk; the gateway's lease repairs it.
+    cluster.storage[2].restart();
+    let t0 = Instant::now();
+    loop {
+        let s = status(&gw);
+        if s.storage_servers[2].epoch == Some(cfg.epoch) {
+            break;
+        }
+        assert!(t0.elapsed() < PROPAGATION_DEADLINE * 2, "server 2 not repaired: {:?}", s.storage_servers);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let on_disk: CacheConfig =
+        serde_json::from_slice(&std::fs::read(cluster.export(2).join(".imca/volume.json")).unwrap()).unwrap();
+    assert_eq!((on_disk.epoch, on_disk.block_size), (cfg.epoch, 16384));
+    // And the volume works through it again.
+    std::fs::write(cluster.path("after"), vec![7u8; 1 << 20]).unwrap();
+    assert_eq!(std::fs::read(cluster.path("after")).unwrap(), vec![7u8; 1 << 20]);
+}
