@@ -17,8 +17,8 @@
 //!
 //! - **Blocks** are written only by the storage server that owns them (the
 //!   block size divides the stripe unit, so each block lives on exactly one
-//!   server). Per file, "disk read + populate" (shared lock) and "disk write
-//!   + block rewrite" (exclusive lock) are serialised, and everything one
+//!   server). Per file, "disk read, then populate" (shared lock) and "disk
+//!   write, then block rewrite" (exclusive lock) are serialised; everything one
 //!   server sends one node travels on one ordered connection, so a populate
 //!   computed before a write is always applied before that write's update.
 //! - **Stat and directory entries** are merged over all servers, so no
