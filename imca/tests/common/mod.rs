@@ -24,6 +24,12 @@ use std::time::{Duration, Instant};
 /// The binary under test.
 pub const IMCA: &str = env!("CARGO_BIN_EXE_imca");
 
+/// The binary clusters run: `IMCA_BIN` if set (e.g. a release build, to time
+/// the heavy tests), else [`IMCA`].
+pub fn imca_bin() -> OsString {
+    std::env::var_os("IMCA_BIN").unwrap_or_else(|| IMCA.into())
+}
+
 /// Generous: the test machine is small and busy.
 pub const START_DEADLINE: Duration = Duration::from_secs(90);
 
@@ -328,7 +334,7 @@ impl Cluster {
         args.extend(["--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--ready-file"].map(OsString::from));
         args.push(ready.clone().into());
         args.extend(self.spec.storage_args.iter().map(OsString::from));
-        let mut d = Daemon::start(&name, IMCA, args, Some(ready), &self.logs());
+        let mut d = Daemon::start(&name, imca_bin(), args, Some(ready), &self.logs());
         // A restart must come back on the same address.
         let addr = d.addr();
         if let Some(pos) = d.args.iter().position(|a| a == "127.0.0.1:0") {
@@ -369,7 +375,7 @@ impl Cluster {
                         .map(OsString::from)
                         .to_vec();
                 args.push(ready.clone().into());
-                let mut d = Daemon::start(&name, IMCA, args, Some(ready), &self.logs());
+                let mut d = Daemon::start(&name, imca_bin(), args, Some(ready), &self.logs());
                 let addr = d.addr();
                 let port = addr.rsplit(':').next().unwrap_or("0").to_string();
                 if let Some(pos) = d.args.iter().position(|a| a == "0") {
@@ -414,7 +420,7 @@ impl Cluster {
         args.extend(self.spec.gateway_args.iter().map(OsString::from));
         args.extend(extra.iter().map(OsString::from));
         args.push(mount.clone().into());
-        let daemon = Daemon::start(&name, IMCA, args, Some(ready), &self.logs());
+        let daemon = Daemon::start(&name, imca_bin(), args, Some(ready), &self.logs());
         self.gateways.push(Gateway { daemon, mount });
         i
     }
