@@ -112,10 +112,12 @@ fn has_data(api: &Client, query: &str) -> Result<(), String> {
     }
 }
 
-/// Writes, reads, stats and lookups through the mount until stopped;
-/// returns how many reads returned wrong data.
-fn load(mount: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+/// Writes, reads, stats and lookups through the mount until stopped, with a
+/// bank flush now and then so misses (reads from the servers) keep happening
+/// too; returns how many reads returned wrong data.
+fn load(mount: PathBuf, admin: Client, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
     std::thread::spawn(move || {
+        let mut last_flush = Instant::now();
         let dir = mount.join("load");
         std::fs::create_dir_all(&dir).unwrap();
         let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
@@ -136,6 +138,11 @@ fn load(mount: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
                 let _ = std::fs::metadata(dir.join("missing"));
             }
             let _ = std::fs::read_dir(&dir).map(|d| d.count());
+            if last_flush.elapsed() > Duration::from_millis(700) {
+                let r = admin.request("POST", "/api/v1/cache/flush", None).expect("flush");
+                assert_eq!(r.status, 200, "flush: {}", r.text());
+                last_flush = Instant::now();
+            }
             n += 1;
         }
         wrong
@@ -186,7 +193,7 @@ fn every_dashboard_panel_has_data_in_prometheus() {
 
     let (_prom, api) = start_prometheus(&prom_yml, dir);
     let stop = Arc::new(AtomicBool::new(false));
-    let worker = load(cluster.mount().to_path_buf(), stop.clone());
+    let worker = load(cluster.mount().to_path_buf(), admin.clone(), stop.clone());
 
     // Every target is scraped successfully.
     let t0 = Instant::now();
