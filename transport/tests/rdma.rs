@@ -389,3 +389,71 @@ fn copy_vs_register() {
         assert!(copy > 0 && reg > 0);
     }
 }
+
+/// RDMA vs TCP through the same `RpcClient` boundary, both over the VM's
+/// rdma0 interface (`--ignored`; docs/benchmarks.md "RDMA vs TCP"):
+/// small-call latency (64-byte head, 4 KiB reply bulk, the shape of a cache
+/// get or a stat) and 1 MiB reply bandwidth (the shape of a storage read).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn bench_rdma_vs_tcp() {
+    use std::time::Instant;
+    use transport::tcp;
+    let svc: Arc<TestService> = Arc::default();
+    let srv = start(svc.clone(), opts()).await;
+    let rdma_c: Arc<dyn RpcClient> = Arc::new(RdmaClient::connect(&srv.addr, opts()).await.unwrap());
+    let tl = tokio::net::TcpListener::bind(format!("{}:0", ip())).await.unwrap();
+    let taddr = tl.local_addr().unwrap().to_string();
+    tokio::spawn(tcp::serve(tl, svc.clone(), tcp::ServerOptions::default(), std::future::pending()));
+    let tcp_c: Arc<dyn RpcClient> = Arc::new(tcp::TcpClient::connect(&taddr, tcp::TcpClientOptions::default()).await.unwrap());
+
+    let lat = |c: Arc<dyn RpcClient>| async move {
+        let head = "gen 4096";
+        for _ in 0..50 {
+            c.call(msg(head, Bytes::new()), 4096).await.unwrap();
+        }
+        let mut v = Vec::new();
+        for _ in 0..500 {
+            let t = Instant::now();
+            c.call(msg(head, Bytes::new()), 4096).await.unwrap();
+            v.push(t.elapsed().as_micros() as u64);
+        }
+        v.sort_unstable();
+        (v[v.len() / 2], v[v.len() * 99 / 100])
+    };
+    let bw = |c: Arc<dyn RpcClient>| async move {
+        let n = 1 << 20;
+        for _ in 0..3 {
+            c.call(msg("gen 1048576", Bytes::new()), n).await.unwrap();
+        }
+        let t = Instant::now();
+        let mut bytes = 0;
+        let calls: Vec<_> = (0..4)
+            .map(|_| {
+                let c = c.clone();
+                tokio::spawn(async move {
+                    let mut b = 0;
+                    for _ in 0..16 {
+                        b += c.call(msg("gen 1048576", Bytes::new()), n).await.unwrap().bulk.len();
+                    }
+                    b
+                })
+            })
+            .collect();
+        for h in calls {
+            bytes += h.await.unwrap();
+        }
+        bytes as f64 / t.elapsed().as_secs_f64() / 1e6
+    };
+    let busy: Arc<dyn RpcClient> =
+        Arc::new(RdmaClient::connect(&srv.addr, RdmaOptions { busy_poll: true, ..opts() }).await.unwrap());
+    let bl = lat(busy.clone()).await;
+    drop(busy);
+    println!("bench: small call p50/p99 us: rdma busy-poll client {}/{}", bl.0, bl.1);
+    let (rl, tl_) = (lat(rdma_c.clone()).await, lat(tcp_c.clone()).await);
+    let (rb, tb) = (bw(rdma_c.clone()).await, bw(tcp_c.clone()).await);
+    println!("bench: small call p50/p99 us: rdma {}/{} tcp {}/{}", rl.0, rl.1, tl_.0, tl_.1);
+    println!("bench: 1 MiB reply bandwidth MB/s (4 in flight): rdma {rb:.1} tcp {tb:.1}");
+    println!("bench: ratios: latency rdma/tcp {:.2}, bandwidth rdma/tcp {:.2}", rl.0 as f64 / tl_.0 as f64, rb / tb);
+    srv.stop().await;
+}
