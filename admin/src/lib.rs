@@ -17,7 +17,9 @@
 //! The crate knows nothing about FUSE, translators or the wire protocol: the
 //! gateway plugs those in through [`AdminBackend`] (status, config, flush)
 //! and [`rollout::VolumeServers`] (read/compare-and-set each server's copy of
-//! the config). Keeping the HTTP layer, the validation rules and the rollout
+//! the config). [`lease`] is how every gateway holds that config (renewed
+//! from server 0 every half lease, withdrawn when it cannot be renewed) and
+//! hands it to CMCache. Keeping the HTTP layer, the validation rules and the rollout
 //! order here lets them be tested in-process with a fake backend, while the
 //! whole-system tests in `imca/tests/ops_*.rs` exercise the real one.
 //!
