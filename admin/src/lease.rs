@@ -31,7 +31,7 @@ use tokio::time::Instant;
 use xlator::volume::CacheConfig;
 
 /// Every this many refreshes, every server's config is checked (and repaired).
-const REPAIR_EVERY: u64 = 4;
+const REPAIR_EVERY: u64 = 2;
 
 /// What a consumer sees: the config to use, or `None` = bypass the bank.
 pub type Held = Option<Arc<CacheConfig>>;
