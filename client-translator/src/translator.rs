@@ -35,11 +35,28 @@ pub struct CmCache {
     hints: Mutex<HashMap<(FileId, String), FileId>>,
     /// read timeout override (tests on a loaded machine); None = config's
     timeout: Option<Duration>,
+    /// the stripe unit below, when known: blocks are read from the bank only
+    /// if the block size divides it (else a block would span two servers,
+    /// and no single server could keep it fresh)
+    stripe_unit: Option<u64>,
 }
 
 impl CmCache {
     pub fn new(below: Next, config: watch::Receiver<HeldConfig>) -> CmCache {
-        CmCache { below, config, layout: Mutex::new(None), hints: Mutex::new(HashMap::new()), timeout: None }
+        CmCache {
+            below,
+            config,
+            layout: Mutex::new(None),
+            hints: Mutex::new(HashMap::new()),
+            timeout: None,
+            stripe_unit: None,
+        }
+    }
+
+    /// The stripe unit of the translator below (see the field).
+    pub fn with_stripe_unit(mut self, unit: u64) -> CmCache {
+        self.stripe_unit = Some(unit);
+        self
     }
 
     /// Use this bank read timeout instead of the volume's `timeout_ms`.
@@ -239,10 +256,14 @@ impl Translator for CmCache {
             metrics::count("read", "bypass");
             return self.below.read(loc, offset, size).await;
         };
+        let bs = l.keys.block_size as u64;
+        if self.stripe_unit.is_some_and(|u| u % bs != 0) {
+            metrics::count("read", "bypass");
+            return self.below.read(loc, offset, size).await;
+        }
         let Some((first, last)) = l.keys.covering(offset, size as u64) else {
             return self.below.read(loc, offset, size).await;
         };
-        let bs = l.keys.block_size as u64;
         let skey = l.keys.stat(fid);
         let mut keys = Vec::with_capacity((last - first + 2) as usize);
         keys.push(skey.clone());

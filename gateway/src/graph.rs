@@ -57,7 +57,7 @@ pub fn build(leaves: Vec<Next>, cfg: &GraphConfig) -> Result<Graph, StripeError>
 // `GraphConfig`; the volume's live CacheConfig comes from the storage servers.
 fn client_translator(below: Next, cfg: &GraphConfig) -> Next {
     match &cfg.volume_config {
-        Some(rx) => Arc::new(client_translator::CmCache::new(below, rx.clone())),
+        Some(rx) => Arc::new(client_translator::CmCache::new(below, rx.clone()).with_stripe_unit(cfg.stripe_unit)),
         None => below,
     }
 }

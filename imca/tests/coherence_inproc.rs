@@ -225,3 +225,24 @@ async fn corrupt_or_foreign_values_are_misses() {
         assert_eq!(gw.getattr(&loc).await.unwrap().size, 50_000);
     }
 }
+
+/// A block size that does not divide the stripe unit would let a block span
+/// two servers (neither could keep it fresh): the gateway then reads data
+/// from the storage servers only, and stays correct.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocks_larger_than_the_stripe_unit_are_not_served() {
+    let p = Pipeline::start(Spec { block_size: 128 * 1024, stripe_unit: 64 * 1024, ..Default::default() });
+    let (g0, g1) = (&p.gateways[0], &p.gateways[1]);
+    let new = NewFile { name: "x".into(), fid: FileId::from_random(7), perm: 0o644, owner: Owner::default(), exclusive: false };
+    let a = g0.create(&Loc::root(), &new, libc::O_RDWR | libc::O_CREAT).await.unwrap();
+    let loc = Loc::new("x", Some(a.fid));
+    let before = client_translator::metrics::CACHE.with_label_values(&["read", "hit"]).get();
+    for round in 0..3u8 {
+        let data = Bytes::from(vec![round + 1; 200_000]);
+        g0.write(&loc, 0, data.clone()).await.unwrap();
+        for g in [g0, g1, g0, g1] {
+            assert_eq!(g.read(&loc, 0, 250_000).await.unwrap(), data, "round {round}");
+        }
+    }
+    assert_eq!(client_translator::metrics::CACHE.with_label_values(&["read", "hit"]).get(), before);
+}

@@ -84,7 +84,7 @@ impl Pipeline {
         let gateways = (0..spec.gateways)
             .map(|_| {
                 let stripe: Next = Arc::new(gateway::stripe::Stripe::new(servers.clone(), spec.stripe_unit).unwrap());
-                Arc::new(CmCache::new(stripe, grx.clone())) as Next
+                Arc::new(CmCache::new(stripe, grx.clone()).with_stripe_unit(spec.stripe_unit)) as Next
             })
             .collect();
         let oracle: Next = Arc::new(gateway::stripe::Stripe::new(posix, spec.stripe_unit).unwrap());
