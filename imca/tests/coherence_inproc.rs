@@ -246,3 +246,35 @@ async fn blocks_larger_than_the_stripe_unit_are_not_served() {
     }
     assert_eq!(client_translator::metrics::CACHE.with_label_values(&["read", "hit"]).get(), before);
 }
+
+/// A live config change (new epoch and block size): servers switch first,
+/// gateways only when their lease brings it. Meanwhile gateways read the
+/// old epoch's keys, so servers keep deleting those for one lease — no
+/// stale answer at any point.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_block_size_change_stays_coherent() {
+    let mut p = Pipeline::start(Spec::default());
+    // the whole middle phase must fit in one lease (a gateway never uses a
+    // config longer than that; here its "lease" is simply never renewed)
+    let mut long = p.config.clone();
+    long.lease_ms = 120_000;
+    p.set_config(long);
+    let mut rng = StdRng::seed_from_u64(0x1ca_0006);
+    phase(&p, &mut rng, "before", 300).await;
+    let mut next = p.config.clone();
+    next.epoch += 1;
+    next.block_size = 4096;
+    p.set_server_config(next.clone());
+    phase(&p, &mut rng, "servers switched, gateways not yet", 300).await;
+    p.set_gateway_config(next);
+    phase(&p, &mut rng, "all switched", 300).await;
+}
+
+async fn phase(p: &Pipeline, rng: &mut StdRng, name: &str, n: usize) {
+    for i in 0..n {
+        let g = rng.random_range(0..2);
+        for file in mutate(p, g, rng).await {
+            check(p, 1 - g, file, rng, &format!("{name}: op {i}")).await;
+        }
+    }
+}

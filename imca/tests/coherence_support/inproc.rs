@@ -91,6 +91,17 @@ impl Pipeline {
         Pipeline { nodes, gateways, oracle, config, exports, server_cfg, gateway_cfg }
     }
 
+    /// The storage servers switch to `c` (gateways keep theirs until their
+    /// lease brings the change: see `set_gateway_config`).
+    pub fn set_server_config(&mut self, c: CacheConfig) {
+        self.server_cfg.send_replace(c);
+    }
+
+    pub fn set_gateway_config(&mut self, c: CacheConfig) {
+        self.config = c.clone();
+        self.gateway_cfg.send_replace(Some(Arc::new(c)));
+    }
+
     /// Change the volume config everywhere (as a rollout would).
     pub fn set_config(&mut self, c: CacheConfig) {
         self.config = c.clone();
