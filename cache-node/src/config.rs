@@ -46,6 +46,10 @@ pub struct Args {
     /// write {"addr":..,"metrics":..} here once listening
     #[arg(long = "ready-file")]
     pub ready_file: Option<PathBuf>,
+    /// also serve memcached over RDMA on ADDR (ip:port of an RDMA interface;
+    /// needs the `rdma` build feature and a device)
+    #[arg(long = "rdma", value_name = "ADDR")]
+    pub rdma: Option<String>,
 }
 
 /// `1048576`, `1024k`, `1m` (memcached's -I syntax).
@@ -79,6 +83,8 @@ pub struct Config {
     pub metrics: Option<String>,
     pub ready_file: Option<PathBuf>,
     pub verbose: u8,
+    /// serve memcached over RDMA here too (see `rdma.rs`)
+    pub rdma: Option<String>,
 }
 
 impl Default for Config {
@@ -92,6 +98,7 @@ impl Default for Config {
             metrics: None,
             ready_file: None,
             verbose: 0,
+            rdma: None,
         }
     }
 }
@@ -127,6 +134,7 @@ impl TryFrom<&Args> for Config {
             metrics: a.metrics.clone(),
             ready_file: a.ready_file.clone(),
             verbose: a.verbose,
+            rdma: a.rdma.clone(),
         })
     }
 }

@@ -46,6 +46,7 @@ mod exec_meta;
 mod exec_text;
 pub mod metrics;
 pub mod node;
+pub mod rdma;
 pub mod server;
 pub mod session;
 pub mod stats;
@@ -72,6 +73,8 @@ pub struct Handle {
     pub addr: SocketAddr,
     /// the bound metrics address, when `--metrics` was given
     pub metrics_addr: Option<SocketAddr>,
+    /// the bound RDMA address, when `--rdma` was given
+    pub rdma_addr: Option<SocketAddr>,
     pub node: Arc<Node>,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
@@ -111,6 +114,18 @@ pub async fn start(config: Config) -> anyhow::Result<Handle> {
                 .await;
         }));
     }
+    let mut rdma_addr = None;
+    if let Some(r) = &config.rdma {
+        let ra: SocketAddr = r.parse().with_context(|| format!("--rdma {r}: not ip:port"))?;
+        let (svc, mut rx3) = (Arc::new(rdma::MemcacheService::new(node.clone())), rx.clone());
+        let stop = async move {
+            let _ = rx3.changed().await;
+        };
+        let (bound, _task) =
+            transport::select::serve_rdma(ra, svc, stop).await.with_context(|| format!("listening for RDMA on {r}"))?;
+        tracing::info!(%bound, "cache node listening for RDMA");
+        rdma_addr = Some(bound);
+    }
     if let Some(path) = &config.ready_file {
         write_ready(path, addr, metrics_addr)?;
     }
@@ -122,7 +137,7 @@ pub async fn start(config: Config) -> anyhow::Result<Handle> {
             let _ = t.await;
         }
     });
-    Ok(Handle { addr, metrics_addr, node, stop, task })
+    Ok(Handle { addr, metrics_addr, rdma_addr, node, stop, task })
 }
 
 /// Runs a node until `shutdown` resolves, then stops it gracefully.

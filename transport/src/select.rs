@@ -85,22 +85,24 @@ pub fn client(rdma: bool, addr: &str, call_timeout: Duration, connect_timeout: D
     Arc::new(tcp::TcpClient::new(addr, tcp::TcpClientOptions { call_timeout, connect_timeout, ..Default::default() }))
 }
 
-/// Serve `service` over RDMA on `addr` (the TCP listener's ip:port) until
-/// `shutdown`. Returns once listening; errors if the address has no RDMA device.
+/// Serve `service` over RDMA on `addr` (e.g. the TCP listener's ip:port;
+/// port 0 picks one) until `shutdown`. Returns the bound address once
+/// listening; errors if the address has no RDMA device.
 pub async fn serve_rdma(
     addr: std::net::SocketAddr,
     service: Arc<dyn RpcService>,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<tokio::task::JoinHandle<()>> {
+) -> std::io::Result<(std::net::SocketAddr, tokio::task::JoinHandle<()>)> {
     #[cfg(feature = "rdma")]
     {
         let l = crate::rdma::RdmaListener::bind(&addr.to_string()).await?;
         let at = l.local_addr();
-        Ok(tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             if let Err(e) = crate::rdma::serve(l, service, rdma_options_from_env(), shutdown).await {
                 tracing::error!(%at, "RDMA server failed: {e}");
             }
-        }))
+        });
+        Ok((at, task))
     }
     #[cfg(not(feature = "rdma"))]
     {
