@@ -47,7 +47,8 @@ impl Node {
     }
 
     /// The live connection, connecting if needed. `ignore_backoff` lets a
-    /// writer that must reach the node try again before its back-off ends.
+    /// writer that must reach the node (or prove it gone) try again before
+    /// its back-off ends.
     pub async fn conn(&self, connect_timeout: Duration, ignore_backoff: bool) -> Result<Arc<Conn>, BankError> {
         let mut st = self.state.lock().await;
         if let Some(c) = &st.conn {
@@ -56,8 +57,11 @@ impl Node {
             }
             st.conn = None;
         }
+        // A writer never trusts an old verdict: "refused" proves a node empty
+        // only at the moment of the refusal (it may have restarted since and
+        // been filled by others), so it always tries a fresh connection.
         if let Some((until, why)) = st.down {
-            if Instant::now() < until && (!ignore_backoff || why == DownReason::Refused) {
+            if Instant::now() < until && !ignore_backoff {
                 return Err(match why {
                     DownReason::Refused => BankError::Refused(self.addr.clone()),
                     DownReason::Failed => BankError::Down(self.addr.clone()),

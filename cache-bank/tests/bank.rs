@@ -135,3 +135,24 @@ async fn a_frozen_node_is_a_fast_miss_and_writers_wait_for_it_in_order() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+#[tokio::test]
+async fn a_refused_node_that_restarted_is_not_skipped_by_writers() {
+    let port = Memcached::start().kill();
+    let addr = format!("127.0.0.1:{port}");
+    let writer = Bank::new(std::slice::from_ref(&addr), Placement::Crc32, opts());
+    let k = key(9);
+    // several refusals: the node's back-off grows
+    for _ in 0..8 {
+        writer.update(&[Update::Delete(k.clone())], Some(Duration::from_secs(5))).await.unwrap();
+    }
+    let _back = Memcached::on(port);
+    let other = Bank::new(std::slice::from_ref(&addr), Placement::Crc32, opts());
+    other.update(&[Update::Set(k.clone(), Bytes::from_static(b"filled after restart"))], Some(Duration::from_secs(5)))
+        .await
+        .unwrap();
+    // the writer's next delete must reach the restarted node, not be skipped
+    // on the strength of an old refusal
+    writer.update(&[Update::Delete(k.clone())], Some(Duration::from_secs(5))).await.unwrap();
+    assert!(other.get_many(std::slice::from_ref(&k), false).await[0].is_none(), "a delete was skipped");
+}
