@@ -15,7 +15,7 @@ use xlator::*;
 impl Posix {
     /// A read of a file whose fd is cached and whose pages are in memory.
     pub fn read_fast(&self, loc: &Loc, offset: u64, size: u32) -> Option<io::Result<Bytes>> {
-        if size > MAX_READ {
+        if size > MAX_READ || !self.fast {
             return None;
         }
         let fd = self.fds().get(loc.fid?)?;
@@ -61,6 +61,9 @@ impl Posix {
     }
 
     fn resolve_cached(&self, loc: &Loc) -> Option<Obj> {
+        if !self.fast {
+            return None;
+        }
         check_path(&loc.path).ok()?;
         if loc.fid == Some(FileId::ROOT) || (loc.path.is_empty() && loc.fid.is_none()) {
             let fd = sys::open_beneath_cached(self.root_fd(), "", libc::O_PATH | libc::O_DIRECTORY).ok()?;

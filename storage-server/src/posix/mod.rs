@@ -64,6 +64,8 @@ pub struct Posix {
     root_user: bool,
     /// calls answered by the fast paths (see `fast`)
     fast_hits: std::sync::atomic::AtomicU64,
+    /// `IMCA_POSIX_FAST=0` turns the fast paths off (to measure them)
+    fast: bool,
 }
 
 /// An object reached from a `Loc`: an `O_PATH` fd, its stat and its id.
@@ -93,7 +95,8 @@ impl Posix {
             Ok(()) => {}
             Err(e) => return Err(io::Error::new(e.kind(), format!("export {}: cannot store file ids in xattrs: {e}", export.display()))),
         }
-        Ok(Posix { export: export.to_path_buf(), root, fids, fds: FdCache::new(fd_cache), root_user: sys::euid_is_root(), fast_hits: Default::default() })
+        Ok(Posix { export: export.to_path_buf(), root, fids, fds: FdCache::new(fd_cache), root_user: sys::euid_is_root(), fast_hits: Default::default(),
+            fast: std::env::var("IMCA_POSIX_FAST").map_or(true, |v| v != "0") })
     }
 
     pub fn export(&self) -> &Path {
