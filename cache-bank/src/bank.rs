@@ -6,13 +6,15 @@
 //! off. Writes (`update`) are the storage servers' and follow stricter rules
 //! (see [`Bank::update`]).
 
-use crate::conn::{Conn, Expect, Reply};
+use crate::conn::Conn;
+use crate::reply::{Expect, Reply};
 use crate::error::BankError;
 use crate::metrics;
 use crate::node::Node;
 use crate::placement::{CacheKey, Ring};
 use bytes::Bytes;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use xlator::volume::Placement;
@@ -25,6 +27,20 @@ pub struct BankOptions {
     /// a read slower than this is a miss (and backs the node off)
     pub timeout: Duration,
     pub connect_timeout: Duration,
+    /// Reach the nodes over RDMA (their listener on the same ip:port; see
+    /// `node.rs` for the fallback). Defaults to the process's choice, see
+    /// [`set_default_rdma`].
+    pub rdma: bool,
+}
+
+static DEFAULT_RDMA: AtomicBool = AtomicBool::new(false);
+
+/// The transport of every bank this process builds with default options.
+/// A daemon calls this once after resolving its `--transport`: the banks
+/// are built deep inside translators (CMCache, SMCache) from the volume's
+/// cache config, which names nodes, not transports.
+pub fn set_default_rdma(on: bool) {
+    DEFAULT_RDMA.store(on, AtomicOrdering::Relaxed);
 }
 
 impl Default for BankOptions {
@@ -32,6 +48,7 @@ impl Default for BankOptions {
         BankOptions {
             timeout: Duration::from_millis(xlator::volume::DEFAULT_BANK_TIMEOUT_MS),
             connect_timeout: Duration::from_millis(200),
+            rdma: DEFAULT_RDMA.load(AtomicOrdering::Relaxed),
         }
     }
 }
@@ -116,8 +133,11 @@ fn get_lines(out: &mut Vec<u8>, expect: &mut Vec<Expect>, verb: &str, keys: &[&s
                 out.extend_from_slice(b"\r\n");
             }
             out.extend_from_slice(verb.as_bytes());
-            expect.push(Expect::Values);
+            expect.push(Expect::Values(0));
             line = verb.len();
+        }
+        if let Some(Expect::Values(n)) = expect.last_mut() {
+            *n += 1;
         }
         out.push(b' ');
         out.extend_from_slice(k.as_bytes());
@@ -137,7 +157,7 @@ pub struct Bank {
 impl Bank {
     pub fn new(addrs: &[String], placement: Placement, opts: BankOptions) -> Bank {
         Bank {
-            nodes: addrs.iter().map(|a| Arc::new(Node::new(a.clone()))).collect(),
+            nodes: addrs.iter().map(|a| Arc::new(Node::new(a.clone(), opts.rdma))).collect(),
             ring: Ring::new(placement, addrs),
             opts,
         }

@@ -21,9 +21,14 @@
 //!
 //! Speaks memcached's classic text protocol (get/gets/set/add/cas/delete),
 //! which every memcached-compatible server implements identically; values
-//! are length-prefixed there, so any byte is allowed. Tasks: per node
-//! connection, one writer task and one reader task (replies arrive in
-//! request order).
+//! are length-prefixed there, so any byte is allowed. One parser
+//! ([`reply`](crate::reply)) reads replies from either transport:
+//!
+//! - TCP (`tcp.rs`): per node connection, one writer task and one reader
+//!   task (replies arrive in request order);
+//! - RDMA (`rdma.rs`, cargo feature `rdma`, [`BankOptions::rdma`]): the same
+//!   batches as RDMA messages to the node's RDMA listener, one message in
+//!   flight per connection, multi-get values RDMA-Written into our buffers.
 
 mod bank;
 mod conn;
@@ -33,9 +38,13 @@ mod md5;
 pub mod metrics;
 mod node;
 pub mod placement;
+#[cfg(feature = "rdma")]
+mod rdma;
+mod reply;
+mod tcp;
 pub mod value;
 
-pub use bank::{Bank, BankOptions, Hit, Update};
+pub use bank::{set_default_rdma, Bank, BankOptions, Hit, Update};
 pub use error::BankError;
 pub use keys::Keys;
 pub use placement::{CacheKey, Ring};

@@ -32,6 +32,17 @@ pub static LATENCY: LazyLock<HistogramVec> = LazyLock::new(|| {
     .expect("metric registers once")
 });
 
+/// Connections opened, per node and transport (rdma|tcp: over RDMA a node
+/// that does not speak it is reached over TCP, which shows here).
+pub static CONNECTS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    register_int_counter_vec!(
+        "imca_bank_connections_total",
+        "Connections opened to cache nodes, by node and transport",
+        &["node", "transport"]
+    )
+    .expect("metric registers once")
+});
+
 pub fn count(node: &str, op: &str, result: &str, n: u64) {
     if n > 0 {
         REQUESTS.with_label_values(&[node, op, result]).inc_by(n);

@@ -4,9 +4,16 @@
 //! later. We remember *why* it failed: a refused connection proves that no
 //! process holds the node's memory any more (it died, or restarted empty),
 //! which is the one case where a writer may skip the node without waiting.
+//!
+//! Over RDMA the node is reached through its RDMA listener on the same
+//! ip:port as its TCP one. When that fails, its TCP listener tells why: a
+//! refusal there means the process is gone (as over TCP); a node that
+//! answers TCP but not RDMA (memcached, or a node started without
+//! `--transport rdma`) is used over TCP, and the fallback is logged.
 
 use crate::conn::Conn;
 use crate::error::BankError;
+use crate::metrics;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,6 +22,10 @@ use tokio::sync::Mutex;
 
 pub const BACKOFF_MIN: Duration = Duration::from_millis(20);
 pub const BACKOFF_MAX: Duration = Duration::from_millis(1000);
+/// An RDMA connect is address + route resolution and a CM handshake,
+/// several exchanges where TCP has one: give it at least this long.
+#[cfg(feature = "rdma")]
+const RDMA_CONNECT_MIN: Duration = Duration::from_millis(1000);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DownReason {
@@ -32,15 +43,18 @@ struct State {
 
 pub struct Node {
     pub addr: String,
+    /// connect over RDMA (falling back to TCP per connection, logged)
+    rdma: bool,
     state: Mutex<State>,
     /// a request succeeded since the last (re)connect: the back-off resets
     proven: AtomicBool,
 }
 
 impl Node {
-    pub fn new(addr: String) -> Node {
+    pub fn new(addr: String, rdma: bool) -> Node {
         Node {
             addr,
+            rdma,
             state: Mutex::new(State { conn: None, down: None, backoff: BACKOFF_MIN }),
             proven: AtomicBool::new(false),
         }
@@ -68,31 +82,62 @@ impl Node {
                 });
             }
         }
-        match tokio::time::timeout(connect_timeout, TcpStream::connect(&self.addr)).await {
-            Ok(Ok(s)) => {
-                let c = Arc::new(Conn::start(self.addr.clone(), s));
+        let connected = if self.rdma { self.connect_rdma(connect_timeout).await } else { self.connect_tcp(connect_timeout).await };
+        match connected {
+            Ok(c) => {
+                metrics::CONNECTS.with_label_values(&[&self.addr, c.transport()]).inc();
+                let c = Arc::new(c);
                 st.conn = Some(c.clone());
                 self.proven.store(false, Ordering::Relaxed);
                 Ok(c)
             }
+            Err((why, e)) => {
+                Self::back_off(&mut st, why);
+                Err(e)
+            }
+        }
+    }
+
+    async fn connect_tcp(&self, connect_timeout: Duration) -> Result<Conn, (DownReason, BankError)> {
+        match tokio::time::timeout(connect_timeout, TcpStream::connect(&self.addr)).await {
+            Ok(Ok(s)) => Ok(Conn::Tcp(crate::tcp::TcpConn::start(self.addr.clone(), s))),
             Ok(Err(e)) => {
                 let refused = matches!(
                     e.kind(),
                     std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::ConnectionReset
                 );
-                let why = if refused { DownReason::Refused } else { DownReason::Failed };
-                Self::back_off(&mut st, why);
                 Err(if refused {
-                    BankError::Refused(self.addr.clone())
+                    (DownReason::Refused, BankError::Refused(self.addr.clone()))
                 } else {
-                    BankError::Io(self.addr.clone(), e.to_string())
+                    (DownReason::Failed, BankError::Io(self.addr.clone(), e.to_string()))
                 })
             }
-            Err(_) => {
-                Self::back_off(&mut st, DownReason::Failed);
-                Err(BankError::Timeout(self.addr.clone(), connect_timeout))
-            }
+            Err(_) => Err((DownReason::Failed, BankError::Timeout(self.addr.clone(), connect_timeout))),
         }
+    }
+
+    #[cfg(feature = "rdma")]
+    async fn connect_rdma(&self, connect_timeout: Duration) -> Result<Conn, (DownReason, BankError)> {
+        use transport::rdma::{RdmaClient, RdmaOptions};
+        let t = connect_timeout.max(RDMA_CONNECT_MIN);
+        // The bank times its requests itself; the transport's call timeout
+        // (from the environment's defaults) only catches a connection that hangs.
+        let o = RdmaOptions { connect_timeout: t, ..transport::select::rdma_options_from_env() };
+        let why = match tokio::time::timeout(t, RdmaClient::connect(self.addr.clone(), o)).await {
+            Ok(Ok(c)) => return Ok(Conn::Rdma(crate::rdma::RdmaConn::start(self.addr.clone(), c))),
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("RDMA connect timed out after {t:?}"),
+        };
+        let c = self.connect_tcp(connect_timeout).await?;
+        tracing::warn!(node = %self.addr, "cache node not reachable over RDMA ({why}); using TCP for this connection");
+        Ok(c)
+    }
+
+    #[cfg(not(feature = "rdma"))]
+    async fn connect_rdma(&self, connect_timeout: Duration) -> Result<Conn, (DownReason, BankError)> {
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        WARNED.call_once(|| tracing::warn!("bank over RDMA asked for, but built without the `rdma` feature; using TCP"));
+        self.connect_tcp(connect_timeout).await
     }
 
     fn back_off(st: &mut State, why: DownReason) {

@@ -10,7 +10,7 @@ use xlator::volume::Placement;
 
 fn opts() -> BankOptions {
     // generous: the test machine is small and busy
-    BankOptions { timeout: Duration::from_millis(500), connect_timeout: Duration::from_millis(500) }
+    BankOptions { timeout: Duration::from_millis(500), connect_timeout: Duration::from_millis(500), ..Default::default() }
 }
 
 fn key(i: usize) -> CacheKey {
@@ -104,6 +104,7 @@ async fn a_frozen_node_is_a_fast_miss_and_writers_wait_for_it_in_order() {
     let reader = Bank::new(&[m.addr()], Placement::Crc32, BankOptions {
         timeout: Duration::from_millis(50),
         connect_timeout: Duration::from_millis(200),
+        ..Default::default()
     });
     let writer = Bank::new(&[m.addr()], Placement::Crc32, opts());
     let k = key(3);

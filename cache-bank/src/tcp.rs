@@ -1,0 +1,146 @@
+//! One long-lived, pipelined text-protocol connection to one node over TCP.
+//!
+//! Callers hand in a batch (the encoded commands plus what replies to
+//! expect); a writer task writes batches back to back (coalescing whatever
+//! is queued into one `write`), and a reader task parses replies in the same
+//! order. Order is the point: everything one process sends to one node is
+//! applied in the order it was sent, which is what lets the storage server
+//! reason about "disk op, then cache op" per file (see server-translator).
+
+use crate::conn::{Batch, BatchResult};
+use crate::error::BankError;
+use crate::reply::{BatchParser, Expect};
+use bytes::BytesMut;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedReadHalf;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+
+/// Handle to a live connection; dropping the last one closes it.
+pub struct TcpConn {
+    addr: String,
+    tx: mpsc::UnboundedSender<Batch>,
+    alive: Arc<AtomicBool>,
+    pending: Arc<AtomicUsize>,
+    tasks: [tokio::task::AbortHandle; 2],
+}
+
+impl Drop for TcpConn {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl TcpConn {
+    /// Wrap a connected stream. `SO_LINGER 0` makes every close a reset, so a
+    /// node frozen with our bytes unread never applies them after we gave up.
+    pub fn start(addr: String, stream: TcpStream) -> TcpConn {
+        let _ = stream.set_nodelay(true);
+        #[allow(deprecated)] // linger 0 never blocks: it resets instead of draining
+        let _ = stream.set_linger(Some(std::time::Duration::ZERO));
+        let (rd, mut wr) = stream.into_split();
+        let (tx, mut rx) = mpsc::unbounded_channel::<Batch>();
+        let (ptx, prx) = mpsc::unbounded_channel::<(Vec<Expect>, oneshot::Sender<BatchResult>)>();
+        let alive = Arc::new(AtomicBool::new(true));
+        let a1 = alive.clone();
+        let name = addr.clone();
+        let writer = tokio::spawn(async move {
+            let mut buf = Vec::with_capacity(64 * 1024);
+            while let Some(first) = rx.recv().await {
+                buf.clear();
+                let mut next = Some(first);
+                while let Some(b) = next.take() {
+                    buf.extend_from_slice(&b.bytes);
+                    if ptx.send((b.expect, b.done)).is_err() {
+                        return;
+                    }
+                    if buf.len() < 256 * 1024 {
+                        next = rx.try_recv().ok();
+                    }
+                }
+                if let Err(e) = wr.write_all(&buf).await {
+                    tracing::debug!(node = %name, error = %e, "bank write failed");
+                    a1.store(false, Ordering::Release);
+                    return;
+                }
+            }
+        });
+        let a2 = alive.clone();
+        let pending = Arc::new(AtomicUsize::new(0));
+        let p2 = pending.clone();
+        let name = addr.clone();
+        let reader = tokio::spawn(async move {
+            let mut r = ReplyReader { rd, buf: BytesMut::with_capacity(64 * 1024), addr: name.clone() };
+            let mut prx = prx;
+            while let Some((expect, done)) = prx.recv().await {
+                match r.batch(expect).await {
+                    Ok(replies) => {
+                        p2.fetch_sub(1, Ordering::Relaxed);
+                        let _ = done.send(Ok(replies));
+                    }
+                    Err(err) => {
+                        a2.store(false, Ordering::Release);
+                        let _ = done.send(Err(err.clone()));
+                        prx.close();
+                        while let Some((_, d)) = prx.recv().await {
+                            let _ = d.send(Err(err.clone()));
+                        }
+                        return;
+                    }
+                }
+            }
+        });
+        TcpConn { addr, tx, alive, pending, tasks: [writer.abort_handle(), reader.abort_handle()] }
+    }
+
+    pub fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::Acquire) && !self.tx.is_closed()
+    }
+
+    /// Batches sent and not yet answered.
+    pub fn pending(&self) -> usize {
+        self.pending.load(Ordering::Relaxed)
+    }
+
+    /// Queue a batch; its place in the node's order is fixed when this returns.
+    pub fn send(&self, bytes: Vec<u8>, expect: Vec<Expect>) -> oneshot::Receiver<BatchResult> {
+        let (done, rx) = oneshot::channel();
+        self.pending.fetch_add(1, Ordering::Relaxed);
+        if let Err(e) = self.tx.send(Batch { bytes, expect, done }) {
+            let _ = e.0.done.send(Err(BankError::Io(self.addr.clone(), "connection closed".into())));
+        }
+        rx
+    }
+}
+
+struct ReplyReader {
+    rd: OwnedReadHalf,
+    buf: BytesMut,
+    addr: String,
+}
+
+impl ReplyReader {
+    async fn fill(&mut self) -> Result<(), BankError> {
+        if self.buf.capacity() - self.buf.len() < 16 * 1024 {
+            self.buf.reserve(64 * 1024);
+        }
+        match self.rd.read_buf(&mut self.buf).await {
+            Ok(0) => Err(BankError::Io(self.addr.clone(), "connection closed by node".into())),
+            Ok(_) => Ok(()),
+            Err(e) => Err(BankError::Io(self.addr.clone(), e.to_string())),
+        }
+    }
+
+    /// One batch's replies: parse what arrived, read more until complete.
+    async fn batch(&mut self, expect: Vec<Expect>) -> BatchResult {
+        let mut p = BatchParser::new(expect);
+        while !p.feed(&mut self.buf, &self.addr)? {
+            self.fill().await?;
+        }
+        Ok(p.finish())
+    }
+}
