@@ -50,6 +50,11 @@ pub struct Args {
     /// needs the `rdma` build feature and a device)
     #[arg(long = "rdma", value_name = "ADDR")]
     pub rdma: Option<String>,
+    /// tcp, rdma (also serve memcached over RDMA on the same ip:port, in
+    /// rdma_cm's port space; needs the `rdma` build feature and a device) or
+    /// auto (rdma when possible, logged). `--rdma ADDR` picks another address.
+    #[arg(long, value_name = "KIND", default_value = "tcp")]
+    pub transport: transport::select::TransportKind,
 }
 
 /// `1048576`, `1024k`, `1m` (memcached's -I syntax).
@@ -85,6 +90,9 @@ pub struct Config {
     pub verbose: u8,
     /// serve memcached over RDMA here too (see `rdma.rs`)
     pub rdma: Option<String>,
+    /// serve memcached over RDMA on the bound TCP address too (`--transport
+    /// rdma`), unless `rdma` names another address
+    pub rdma_on_listen: bool,
 }
 
 impl Default for Config {
@@ -99,6 +107,7 @@ impl Default for Config {
             ready_file: None,
             verbose: 0,
             rdma: None,
+            rdma_on_listen: false,
         }
     }
 }
@@ -124,6 +133,8 @@ impl TryFrom<&Args> for Config {
         }
         anyhow::ensure!(a.threads > 0, "number of threads must be greater than 0");
         anyhow::ensure!(a.max_conns > 0, "-c must be greater than 0");
+        let rdma_on_listen =
+            transport::select::use_rdma(a.transport, "cache node").map_err(anyhow::Error::msg)? && a.rdma.is_none();
         let host = if a.listen.contains(':') && !a.listen.starts_with('[') { format!("[{}]", a.listen) } else { a.listen.clone() };
         Ok(Config {
             listen: format!("{host}:{}", a.port),
@@ -135,6 +146,7 @@ impl TryFrom<&Args> for Config {
             ready_file: a.ready_file.clone(),
             verbose: a.verbose,
             rdma: a.rdma.clone(),
+            rdma_on_listen,
         })
     }
 }

@@ -13,6 +13,7 @@
 //!                              memcached semantics over Store (store.rs):
 //!                              sharded byte-bounded LRU (lru crate)
 //!  --metrics ADDR ──> axum /metrics (metrics.rs), reading the same counters
+//!  --transport rdma / --rdma ADDR ──> rdma.rs: the same Session per RDMA message
 //! ```
 //!
 //! ## Threads and tasks
@@ -73,7 +74,7 @@ pub struct Handle {
     pub addr: SocketAddr,
     /// the bound metrics address, when `--metrics` was given
     pub metrics_addr: Option<SocketAddr>,
-    /// the bound RDMA address, when `--rdma` was given
+    /// the bound RDMA address, when `--rdma` or `--transport rdma` was given
     pub rdma_addr: Option<SocketAddr>,
     pub node: Arc<Node>,
     stop: watch::Sender<bool>,
@@ -114,20 +115,27 @@ pub async fn start(config: Config) -> anyhow::Result<Handle> {
                 .await;
         }));
     }
+    // RDMA: on `--rdma ADDR`, or with `--transport rdma` on the bound TCP
+    // address (rdma_cm's port space is separate from TCP's, so the same
+    // ip:port reaches this node either way; see transport::select).
+    let rdma_at = match (&config.rdma, config.rdma_on_listen) {
+        (Some(r), _) => Some(r.parse::<SocketAddr>().with_context(|| format!("--rdma {r}: not ip:port"))?),
+        (None, true) => Some(addr),
+        (None, false) => None,
+    };
     let mut rdma_addr = None;
-    if let Some(r) = &config.rdma {
-        let ra: SocketAddr = r.parse().with_context(|| format!("--rdma {r}: not ip:port"))?;
+    if let Some(ra) = rdma_at {
         let (svc, mut rx3) = (Arc::new(rdma::MemcacheService::new(node.clone())), rx.clone());
         let stop = async move {
             let _ = rx3.changed().await;
         };
         let (bound, _task) =
-            transport::select::serve_rdma(ra, svc, stop).await.with_context(|| format!("listening for RDMA on {r}"))?;
+            transport::select::serve_rdma(ra, svc, stop).await.with_context(|| format!("listening for RDMA on {ra}"))?;
         tracing::info!(%bound, "cache node listening for RDMA");
         rdma_addr = Some(bound);
     }
     if let Some(path) = &config.ready_file {
-        write_ready(path, addr, metrics_addr)?;
+        write_ready(path, addr, metrics_addr, rdma_addr)?;
     }
     tracing::info!(%addr, ?metrics_addr, "cache node listening");
     let n2 = node.clone();
@@ -149,9 +157,18 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
     Ok(())
 }
 
-fn write_ready(path: &std::path::Path, addr: SocketAddr, metrics: Option<SocketAddr>) -> anyhow::Result<()> {
+fn write_ready(
+    path: &std::path::Path,
+    addr: SocketAddr,
+    metrics: Option<SocketAddr>,
+    rdma: Option<SocketAddr>,
+) -> anyhow::Result<()> {
     let metrics = metrics.map_or("null".to_string(), |m| format!("\"http://{m}/metrics\""));
-    let json = format!("{{\"addr\": \"{addr}\", \"metrics\": {metrics}, \"pid\": {}}}\n", std::process::id());
+    let rdma = rdma.map_or("null".to_string(), |r| format!("\"{r}\""));
+    let json = format!(
+        "{{\"addr\": \"{addr}\", \"metrics\": {metrics}, \"rdma\": {rdma}, \"pid\": {}}}\n",
+        std::process::id()
+    );
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     std::fs::write(&tmp, json).with_context(|| format!("writing {}", path.display()))?;

@@ -70,8 +70,8 @@ pub struct Args {
     /// FUSE reader threads (default: number of CPUs, 2..=8).
     #[arg(long)]
     pub fuse_threads: Option<usize>,
-    /// Storage RPC transport: tcp, rdma (needs the `rdma` build feature and a
-    /// device) or auto (rdma when possible, logged).
+    /// Transport to the storage servers and the cache nodes: tcp, rdma (needs
+    /// the `rdma` build feature and a device) or auto (rdma when possible, logged).
     #[arg(long, value_name = "KIND", default_value = "tcp")]
     pub transport: transport::select::TransportKind,
     /// Where to mount.
@@ -121,6 +121,10 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
     let mountpoint = mount::prepare(&args.mountpoint)?;
     let timeout = Duration::from_secs_f64(args.timeout.max(0.001));
     let rdma = transport::select::use_rdma(args.transport, "gateway").map_err(anyhow::Error::msg)?;
+    if rdma {
+        // CMCache's bank (built from the volume config) reaches the cache nodes over RDMA too.
+        cache_bank::set_default_rdma(true);
+    }
     let clients = storage::connect(&args.storage_servers, timeout, rdma).await?;
     let leaves = clients.iter().map(|c| c.clone() as xlator::Next).collect();
 

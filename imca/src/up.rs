@@ -50,12 +50,13 @@ pub struct Args {
     /// How long to wait for each process to become ready, in seconds.
     #[arg(long, default_value_t = 60)]
     pub start_timeout: u64,
-    /// Storage RPC transport of the storage servers and the gateway: tcp,
-    /// rdma (needs the `rdma` build feature and a device) or auto.
+    /// Transport of the storage servers, the cache nodes and the gateway
+    /// (storage RPC and cache bank): tcp, rdma (needs the `rdma` build
+    /// feature and a device) or auto. Memcached nodes are reached over TCP.
     #[arg(long, value_name = "KIND", default_value = "tcp")]
     pub transport: transport::select::TransportKind,
     /// With --transport rdma|auto: the IP of the RDMA-capable interface the
-    /// storage servers listen on (rdma_cm cannot use loopback).
+    /// storage servers and cache nodes listen on (rdma_cm cannot use loopback).
     #[arg(long, value_name = "IP", default_value = "127.0.0.1")]
     pub rdma_ip: String,
 }
@@ -173,8 +174,13 @@ async fn up(args: Args) -> anyhow::Result<()> {
             } else {
                 let ready = ready_path(&run, &name);
                 let listen = ports.next();
-                let (host, port) = listen.rsplit_once(':').unwrap_or(("127.0.0.1", "0"));
+                let (mut host, port) = listen.rsplit_once(':').unwrap_or(("127.0.0.1", "0"));
                 let mut cmd = imca(&exe, "cache-node");
+                if args.transport != transport::select::TransportKind::Tcp {
+                    // TCP and RDMA on one ip:port, which rdma_cm needs off loopback
+                    host = &args.rdma_ip;
+                    cmd.args(["--transport", &args.transport.to_string()]);
+                }
                 cmd.args(["-l", host, "-p", port, "-m", &args.cache_mb.to_string()]);
                 cmd.args(["--metrics", "127.0.0.1:0", "--ready-file"]).arg(&ready);
                 procs.push(spawn(&name, cmd, &logs)?);

@@ -68,8 +68,9 @@ pub struct Args {
     /// Threads for blocking file-system calls.
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub io_threads: usize,
-    /// tcp, rdma (also listen for RDMA on the same ip:port; needs the `rdma`
-    /// build feature and a device) or auto (rdma when possible, logged).
+    /// tcp, rdma (also listen for RDMA on the same ip:port, and reach the
+    /// cache nodes over RDMA; needs the `rdma` build feature and a device)
+    /// or auto (rdma when possible, logged).
     #[arg(long, value_name = "KIND", default_value = "tcp")]
     pub transport: transport::select::TransportKind,
 }
@@ -148,6 +149,12 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
         })?;
         tracing::info!(epoch = c.epoch, nodes = ?c.nodes, "volume config");
     }
+    let rdma = transport::select::use_rdma(args.transport, "storage server").map_err(anyhow::Error::msg)?;
+    if rdma {
+        // SMCache's banks (built lazily from the volume config) reach the
+        // cache nodes over RDMA too.
+        cache_bank::set_default_rdma(true);
+    }
     let metrics = metrics::Metrics::new();
     let top = graph::build(posix_xl.clone(), volume.clone()).await?;
     let service = Arc::new(protocol_server::ProtocolServer::new(top, volume.clone(), metrics.clone()));
@@ -172,7 +179,6 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
     };
     // RDMA (rdma helper): same ip:port in rdma_cm's port space; it stops when the TCP server does.
     let (rdma_stop, rdma_stop_rx) = oneshot::channel::<()>();
-    let rdma = transport::select::use_rdma(args.transport, "storage server").map_err(anyhow::Error::msg)?;
     if rdma {
         let svc: Arc<dyn transport::RpcService> = service.clone();
         transport::select::serve_rdma(addr, svc, async move {
