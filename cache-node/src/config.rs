@@ -65,7 +65,9 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
         Some(b'm' | b'M') => (&s[..s.len() - 1], 1024 * 1024),
         _ => (s, 1),
     };
-    let n: usize = num.parse().map_err(|_| format!("bad size {s:?}"))?;
+    let n: usize = num
+        .parse()
+        .map_err(|_| format!("bad size {s:?} (bytes, or a number with a k or m suffix, e.g. 2m)"))?;
     let v = n * mul;
     if v < 1024 {
         return Err("item max size cannot be less than 1024 bytes".into());

@@ -27,9 +27,11 @@ impl Default for ClientOptions {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("storage server {addr}: {source}")]
+    // The source is not repeated in the message: `{:#}` (anyhow, logs)
+    // prints the chain, and would show it twice.
+    #[error("storage server {addr}")]
     Transport { addr: String, source: TransportError },
-    #[error("storage server {addr}: {source}")]
+    #[error("storage server {addr}")]
     Fs { addr: String, source: FsError },
 }
 
