@@ -496,3 +496,151 @@ async fn cache_node_over_rdma() {
     assert_eq!(&got[..], &want[20..], "TCP sees the value set over RDMA");
     h.shutdown().await;
 }
+
+/// A cache node serving TCP and RDMA on one ip:port (`--transport rdma`),
+/// and the environment the bank's RDMA connections read their QP settings from.
+async fn rdma_cache_node() -> cache_node::Handle {
+    std::env::set_var("IMCA_RDMA_ACK_TIMEOUT", "19");
+    std::env::set_var("IMCA_RDMA_RETRY_CNT", "7");
+    if let Ok(g) = std::env::var("RDMA_GID_INDEX") {
+        std::env::set_var("IMCA_RDMA_GID_INDEX", g);
+    }
+    let cfg = cache_node::Config { listen: format!("{}:0", ip()), rdma_on_listen: true, ..cache_node::Config::local() };
+    let h = cache_node::start(cfg).await.unwrap();
+    assert_eq!(h.rdma_addr, Some(h.addr), "RDMA on the TCP listener's ip:port");
+    h
+}
+
+fn bank(addr: &str, rdma: bool) -> cache_bank::Bank {
+    let o = cache_bank::BankOptions {
+        timeout: Duration::from_secs(20), // the emulated VM is slow; a miss here would be a false failure
+        connect_timeout: Duration::from_secs(20),
+        rdma,
+    };
+    cache_bank::Bank::new(&[addr.to_string()], xlator::volume::Placement::Crc32, o)
+}
+
+fn ckey(i: usize) -> cache_bank::CacheKey {
+    cache_bank::CacheKey { key: format!("imca:t:1:b:16384:{i:032x}:{i}"), stripe: Some(i as u64) }
+}
+
+fn connects(addr: &str, transport: &str) -> u64 {
+    cache_bank::metrics::CONNECTS.with_label_values(&[addr, transport]).get()
+}
+
+/// cache_bank::Bank over RDMA against a real cache node: sets (inline and by
+/// RDMA Read), a multi-get of many blocks RDMA-Written back, misses, send
+/// order across queued batches, and a node that goes away (misses, and a
+/// writer that sees it gone), all on one RDMA connection, and TCP agreeing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bank_over_rdma_against_a_cache_node() {
+    use cache_bank::Update;
+    let h = rdma_cache_node().await;
+    let addr = h.addr.to_string();
+    let b = bank(&addr, true);
+    let wait = Some(Duration::from_secs(30));
+
+    // 64 blocks of 16 KiB in one batch (1 MiB: the node RDMA-Reads it) and
+    // a 200 KB value (> copy threshold: read in place from our memory).
+    let blocks: Vec<Bytes> = (0..64).map(|i| pattern(16 << 10, i as u8)).collect();
+    let sets: Vec<Update> = blocks.iter().enumerate().map(|(i, v)| Update::Set(ckey(i), v.clone())).collect();
+    b.update(&sets, wait).await.unwrap();
+    let big = pattern(200_000, 77);
+    b.update(&[Update::Set(ckey(1000), big.clone())], wait).await.unwrap();
+    b.update(&[Update::Set(ckey(1001), Bytes::from_static(b"small\r\nEND\r\n"))], wait).await.unwrap();
+
+    // one multi-get of all of them plus absent keys: hits and misses in place
+    let mut keys: Vec<_> = (0..64).map(ckey).collect();
+    keys.extend([ckey(1000), ckey(1001), ckey(5000), ckey(5001)]);
+    for round in 0..2 {
+        // round 0: the reply outgrows the first guess (retried with the exact
+        // size); round 1: sized from what the connection has seen
+        let got = b.get_many(&keys, false).await;
+        for i in 0..64 {
+            assert_eq!(got[i].as_ref().map(|h| &h.value), Some(&blocks[i]), "block {i}, round {round}");
+        }
+        assert_eq!(got[64].as_ref().map(|h| &h.value), Some(&big));
+        assert_eq!(got[65].as_ref().unwrap().value, Bytes::from_static(b"small\r\nEND\r\n"));
+        assert!(got[66].is_none() && got[67].is_none(), "absent keys are misses");
+    }
+    // gets with CAS uniques, and a TCP bank sees exactly the same
+    let tcp = bank(&addr, false);
+    assert_eq!(b.get_many(&keys, true).await, tcp.get_many(&keys, true).await);
+
+    // order: a burst of queued (unawaited) updates to one key, then a waited
+    // one; they coalesce into few messages and must apply in send order
+    let k = ckey(7);
+    for n in 0..300u32 {
+        let u = if n % 7 == 3 { Update::Delete(k.clone()) } else { Update::Set(k.clone(), Bytes::from(n.to_string())) };
+        b.update(&[u], None).await.unwrap();
+    }
+    b.update(&[Update::Add(k.clone(), Bytes::from_static(b"added"))], wait).await.unwrap();
+    let got = b.get_many(std::slice::from_ref(&k), false).await;
+    assert_eq!(got[0].as_ref().unwrap().value, Bytes::from_static(b"299"), "last queued set wins; the add finds it");
+
+    assert_eq!(connects(&addr, "rdma"), 1, "one RDMA connection carried everything");
+
+    // the node goes away: reads are misses (not errors, not hangs), and a
+    // writer learns from its TCP listener's refusal that nothing is cached
+    h.shutdown().await;
+    let t = std::time::Instant::now();
+    assert!(b.get_many(&keys, false).await.iter().all(Option::is_none), "a gone node is all misses");
+    assert!(b.get_many(&keys, false).await.iter().all(Option::is_none), "and stays so while backed off");
+    b.update(&[Update::Delete(ckey(1))], wait).await.expect("a gone node holds nothing: the writer may go on");
+    println!("node gone: misses and writer verdict in {:?}", t.elapsed());
+}
+
+/// Percentiles (p50, p99) in µs of `n` timed calls of `f` after a warm-up.
+async fn lat_us<F: std::future::Future<Output = ()>>(n: usize, mut f: impl FnMut() -> F) -> (u64, u64) {
+    for _ in 0..20 {
+        f().await;
+    }
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = std::time::Instant::now();
+        f().await;
+        v.push(t.elapsed().as_micros() as u64);
+    }
+    v.sort_unstable();
+    (v[n / 2], v[n * 99 / 100])
+}
+
+/// Cache get latency through cache_bank::Bank, RDMA vs TCP, against one
+/// cache node in the same VM: a 1-key get (a stat) and a 16-block get (a
+/// 64 KiB read of 4 KiB blocks). docs/benchmarks.md "RDMA vs TCP".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn bench_bank_get_rdma_vs_tcp() {
+    use cache_bank::Update;
+    let h = rdma_cache_node().await;
+    let addr = h.addr.to_string();
+    let (r, t) = (bank(&addr, true), bank(&addr, false));
+    let stat = vec![ckey(0)];
+    let blocks: Vec<_> = (1..17).map(ckey).collect();
+    let mut sets = vec![Update::Set(ckey(0), pattern(120, 1))];
+    sets.extend(blocks.iter().map(|k| Update::Set(k.clone(), pattern(4096 + 16, 2))));
+    r.update(&sets, Some(Duration::from_secs(30))).await.unwrap();
+    let mut rows = Vec::new();
+    for (name, keys) in [("1-key get", &stat), ("16-block get (4 KiB blocks)", &blocks)] {
+        let mut row = Vec::new();
+        for b in [&r, &t] {
+            row.push(
+                lat_us(300, || async {
+                    assert!(b.get_many(keys, false).await.iter().all(Option::is_some));
+                })
+                .await,
+            );
+        }
+        println!(
+            "bench: bank {name} p50/p99 us: rdma {}/{} tcp {}/{} ratio p50 rdma/tcp {:.2}",
+            row[0].0,
+            row[0].1,
+            row[1].0,
+            row[1].1,
+            row[0].0 as f64 / row[1].0 as f64
+        );
+        rows.push(row);
+    }
+    assert_eq!(connects(&addr, "rdma"), 1);
+    h.shutdown().await;
+}
