@@ -49,6 +49,10 @@ pub struct ConfigUpdate {
     pub volume: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nodes: Option<Vec<String>>,
+    /// nodes kept out of the pool (see `admin::fence`); an operator may
+    /// clear it, and a node listed in `nodes` leaves it
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fenced: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub block_size: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -89,8 +93,16 @@ impl ConfigUpdate {
             }
         }
         let mut next = current.clone();
+        if let Some(f) = &self.fenced {
+            next.fenced = f.clone();
+        }
         if let Some(n) = &self.nodes {
             next.nodes = n.clone();
+            if self.fenced.is_none() {
+                // readmitting a fenced node by hand (a new epoch makes
+                // whatever it still holds unreadable)
+                next.fenced.retain(|f| !n.contains(f));
+            }
         }
         if let Some(b) = self.block_size {
             next.block_size = b;
@@ -134,6 +146,9 @@ pub fn validate(cfg: &CacheConfig, limits: &Limits) -> Result<(), AdminError> {
         if !seen.insert(n.as_str()) {
             return Err(AdminError::bad("nodes", format!("cache node {n} is listed twice")));
         }
+    }
+    if let Some(n) = cfg.fenced.iter().find(|f| cfg.nodes.contains(f)) {
+        return Err(AdminError::bad("fenced", format!("cache node {n} cannot be both in the pool and fenced")));
     }
     Ok(())
 }

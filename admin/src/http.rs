@@ -163,6 +163,9 @@ async fn add_node(State(app): State<App>, query: QueryMap, body: Bytes) -> Reply
             return Err(AdminError::Conflict(format!("cache node {addr} is already in the pool")));
         }
         let mut next = cur.clone();
+        // re-admitting a fenced node by hand: the new epoch makes whatever
+        // it still holds unreadable
+        next.fenced.retain(|n| *n != addr);
         next.nodes.push(addr.clone());
         Ok(next)
     })
@@ -173,11 +176,12 @@ async fn add_node(State(app): State<App>, query: QueryMap, body: Bytes) -> Reply
 async fn remove_node(State(app): State<App>, query: QueryMap, body: Bytes) -> Reply {
     let addr = node_request(&query, &body)?;
     let cfg = change(&app, |cur| {
-        if !cur.nodes.contains(&addr) {
+        if !cur.nodes.contains(&addr) && !cur.fenced.contains(&addr) {
             return Err(AdminError::NotFound(format!("cache node {addr} is not in the pool {:?}", cur.nodes)));
         }
         let mut next = cur.clone();
         next.nodes.retain(|n| *n != addr);
+        next.fenced.retain(|n| *n != addr);
         Ok(next)
     })
     .await?;

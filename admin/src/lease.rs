@@ -20,6 +20,7 @@
 //! coherent (delete them on mutation) for at least one lease after the
 //! switch, because a gateway may still read them until its lease runs out.
 
+use crate::fence::Fencer;
 use crate::rollout::{self, VolumeServers};
 use crate::AdminError;
 use std::future::Future;
@@ -82,15 +83,20 @@ impl ConfigLease {
     /// waiting for the refresher (the lease still comes from the refresher's
     /// reads; this only publishes sooner).
     pub fn publish(&self, cfg: CacheConfig) {
-        self.shared.tx.send_if_modified(|h| match h {
-            Some(c) if c.epoch >= cfg.epoch => false,
-            _ => {
-                *h = Some(Arc::new(cfg));
-                true
-            }
-        });
+        publish(&self.shared, cfg);
         self.refresh_now();
     }
+}
+
+/// Use `cfg` now if it is newer than the config held.
+fn publish(shared: &Shared, cfg: CacheConfig) {
+    shared.tx.send_if_modified(|h| match h {
+        Some(c) if c.epoch >= cfg.epoch => false,
+        _ => {
+            *h = Some(Arc::new(cfg));
+            true
+        }
+    });
 }
 
 /// Read the config from the authority (failing if it cannot be read now) and
@@ -127,6 +133,7 @@ async fn refresher(
     let mut last: Arc<CacheConfig> = shared.tx.borrow().clone().expect("started with a config");
     let addrs = servers.addrs();
     let mut reads: u64 = 0;
+    let mut fencer = Fencer::default();
     loop {
         let lease = lease_of(&last);
         let next_read = Instant::now() + lease / 2;
@@ -170,8 +177,13 @@ async fn refresher(
             // A server that was down during a change never stamps anything
             // newer; look at every server now and then.
             if let Ok(r) = rollout::repair(servers.as_ref()).await {
-                for (addr, why) in r.lagging {
+                for (addr, why) in &r.lagging {
                     tracing::debug!(server = %addr, error = %why, "storage server lags the volume config");
+                }
+                // Fence nodes servers could not get confirmations from, and
+                // readmit fenced ones that answer again (crate::fence).
+                if let Some(installed) = fencer.step(servers.as_ref(), &r.installed, &r.fence_wanted).await {
+                    publish(&shared, installed);
                 }
             }
         }

@@ -31,6 +31,7 @@ pub mod auth;
 mod backend;
 pub mod client;
 pub mod config;
+pub mod fence;
 mod http;
 pub mod lease;
 pub mod openapi;

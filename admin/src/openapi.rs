@@ -47,6 +47,7 @@ mod tests {
             epoch: Some(1),
             volume: Some("v".into()),
             nodes: Some(vec![]),
+            fenced: Some(vec![]),
             block_size: Some(1),
             placement: Some(Default::default()),
             timeout_ms: Some(1),

@@ -38,6 +38,11 @@ pub trait VolumeServers: Send + Sync {
     /// config only if its epoch is newer than the one it holds (see `wire`),
     /// so two changes computed from the same epoch cannot both be accepted.
     async fn propose(&self, server: usize, new: &CacheConfig) -> Result<SetOutcome, String>;
+    /// `get`, plus the cache nodes the server asks to have fenced
+    /// (see [`crate::fence`]).
+    async fn get_with_fences(&self, server: usize) -> Result<(CacheConfig, Vec<String>), String> {
+        Ok((self.get(server).await?, Vec::new()))
+    }
 }
 
 /// What a rollout did.
@@ -46,6 +51,8 @@ pub struct Rollout {
     pub installed: CacheConfig,
     /// servers that do not hold it yet (address, why); `repair` will retry
     pub lagging: Vec<(String, String)>,
+    /// cache nodes the servers asked to have fenced (`repair` only)
+    pub fence_wanted: Vec<String>,
 }
 
 /// Install `proposed` (computed from epoch `proposed.epoch`) as epoch + 1.
@@ -80,7 +87,7 @@ pub async fn rollout(servers: &dyn VolumeServers, proposed: CacheConfig) -> Resu
             lagging.push((addr.clone(), e));
         }
     }
-    Ok(Rollout { installed: next, lagging })
+    Ok(Rollout { installed: next, lagging, fence_wanted: Vec::new() })
 }
 
 /// Bring every server to the authority's config; returns the authority's
@@ -88,22 +95,30 @@ pub async fn rollout(servers: &dyn VolumeServers, proposed: CacheConfig) -> Resu
 /// per server.
 pub async fn repair(servers: &dyn VolumeServers) -> Result<Rollout, AdminError> {
     let addrs = servers.addrs();
-    let auth = servers
-        .get(0)
+    let (auth, mut fence_wanted) = servers
+        .get_with_fences(0)
         .await
         .map_err(|e| AdminError::Unavailable(format!("storage server 0 ({}) is unreachable: {e}", addrs[0])))?;
     let mut lagging = Vec::new();
     for (i, addr) in addrs.iter().enumerate().skip(1) {
-        let r = match servers.get(i).await {
-            Ok(c) if c.epoch >= auth.epoch => Ok(()),
-            Ok(_) => bring_up_to_date(servers, i, &auth).await,
+        let r = match servers.get_with_fences(i).await {
+            Ok((c, fences)) => {
+                fence_wanted.extend(fences);
+                if c.epoch >= auth.epoch {
+                    Ok(())
+                } else {
+                    bring_up_to_date(servers, i, &auth).await
+                }
+            }
             Err(e) => Err(e),
         };
         if let Err(e) = r {
             lagging.push((addr.clone(), e));
         }
     }
-    Ok(Rollout { installed: auth, lagging })
+    fence_wanted.sort();
+    fence_wanted.dedup();
+    Ok(Rollout { installed: auth, lagging, fence_wanted })
 }
 
 /// Install `target` on server `i` (a lagging server); a server already past

@@ -328,25 +328,37 @@ impl Bank {
     /// idempotent). This is what lets a storage server acknowledge a
     /// mutation only once no cache node can serve what it replaced.
     pub async fn update(&self, ops: &[Update], wait: Option<Duration>) -> Result<(), BankError> {
+        self.update_each(ops, wait).await.into_iter().next().map_or(Ok(()), Err)
+    }
+
+    /// [`update`](Self::update), reporting every node that did not confirm
+    /// (empty = all confirmed), so a caller can have exactly those fenced.
+    pub async fn update_each(&self, ops: &[Update], wait: Option<Duration>) -> Vec<BankError> {
         let per = self.group(ops.iter().map(|u| u.key()));
-        let deadline = wait.map(|d| Instant::now() + d);
+        let deadline = wait.map(|d| (Instant::now() + d, d));
         let futs = per
             .iter()
             .enumerate()
             .filter(|(_, idx)| !idx.is_empty())
             .map(|(n, idx)| self.node_update(n, idx.iter().map(|&i| &ops[i]).collect(), deadline));
         let results = futures::future::join_all(futs).await;
-        results.into_iter().collect::<Result<Vec<()>, _>>().map(|_| ())
+        results.into_iter().filter_map(Result::err).collect()
     }
 
-    async fn node_update(&self, n: usize, ops: Vec<&Update>, deadline: Option<Instant>) -> Result<(), BankError> {
+    /// `deadline`: (when, the wait it was computed from — for the error).
+    async fn node_update(
+        &self,
+        n: usize,
+        ops: Vec<&Update>,
+        deadline: Option<(Instant, Duration)>,
+    ) -> Result<(), BankError> {
         let node = &self.nodes[n];
         let mut bytes = Vec::new();
         for u in &ops {
             u.encode(&mut bytes);
         }
         let expect = vec![Expect::Line; ops.len()];
-        let Some(deadline) = deadline else {
+        let Some((deadline, waited)) = deadline else {
             if let Ok(conn) = node.conn(self.opts.connect_timeout, false).await {
                 if conn.pending() < 10_000 {
                     drop(conn.send(bytes, expect));
@@ -360,7 +372,7 @@ impl Bank {
         loop {
             let now = Instant::now();
             if now >= deadline {
-                return Err(BankError::Timeout(node.addr.clone(), Duration::ZERO));
+                return Err(BankError::Timeout(node.addr.clone(), waited));
             }
             let conn: Arc<Conn> =
                 match tokio::time::timeout(deadline - now, node.conn(self.opts.connect_timeout, true)).await {
@@ -376,7 +388,7 @@ impl Bank {
                             .await;
                         continue;
                     }
-                    Err(_) => return Err(BankError::Timeout(node.addr.clone(), Duration::ZERO)),
+                    Err(_) => return Err(BankError::Timeout(node.addr.clone(), waited)),
                 };
             let start = Instant::now();
             let rx = conn.send(bytes.clone(), expect.clone());
@@ -403,7 +415,7 @@ impl Bank {
                     }
                     // A set the node refused may leave an older value behind: delete it.
                     let redo_refs: Vec<&Update> = redo.iter().collect();
-                    return Box::pin(self.node_update(n, redo_refs, Some(deadline))).await;
+                    return Box::pin(self.node_update(n, redo_refs, Some((deadline, waited)))).await;
                 }
                 Ok(Ok(Err(e))) => {
                     tracing::debug!(node = %node.addr, error = %e, "bank update failed; reconnecting");
@@ -414,7 +426,7 @@ impl Bank {
                     for u in &ops {
                         metrics::count(&node.addr, u.op(), "timeout", 1);
                     }
-                    return Err(BankError::Timeout(node.addr.clone(), Duration::ZERO));
+                    return Err(BankError::Timeout(node.addr.clone(), waited));
                 }
             }
         }

@@ -21,3 +21,17 @@ pub enum BankError {
     #[error("node {0} violated the protocol: {1}")]
     Protocol(String, String),
 }
+
+impl BankError {
+    /// The node the error is about.
+    pub fn node(&self) -> &str {
+        match self {
+            BankError::Down(n)
+            | BankError::Refused(n)
+            | BankError::Timeout(n, _)
+            | BankError::Io(n, _)
+            | BankError::Server(n, _)
+            | BankError::Protocol(n, _) => n,
+        }
+    }
+}

@@ -57,6 +57,10 @@ impl VolumeServers for StorageServers {
         bounded(self.clients[server].fetch_volume_config()).await
     }
 
+    async fn get_with_fences(&self, server: usize) -> Result<(CacheConfig, Vec<String>), String> {
+        bounded(self.clients[server].fetch_volume_config_and_fences()).await
+    }
+
     async fn propose(&self, server: usize, new: &CacheConfig) -> Result<SetOutcome, String> {
         let (accepted, cur) = bounded(self.clients[server].set_volume_config(new.clone())).await?;
         Ok(if accepted { SetOutcome::Installed } else { SetOutcome::Stale(cur) })
@@ -154,7 +158,11 @@ impl AdminBackend for GatewayAdmin {
             },
         ))
         .await;
-        let nodes = node_status(&config.nodes).await;
+        let mut nodes = node_status(&config.nodes).await;
+        for mut f in node_status(&config.fenced).await {
+            f.fenced = true;
+            nodes.push(f);
+        }
         let held = self.lease.current();
         Ok(Status {
             volume: config.volume.clone(),

@@ -191,7 +191,7 @@ fn mutate(root: &Path, model: &mut BTreeMap<String, File>, rng: &mut StdRng) -> 
 
 /// Random operations through two gateways; after each, both gateways must
 /// show exactly the model. `fault(i)` runs before operation i.
-fn two_gateways(cache: Cache, seed: u64, ops: usize, mut fault: impl FnMut(&mut Cluster, usize)) {
+fn two_gateways(cache: Cache, seed: u64, ops: usize, mut fault: impl FnMut(&mut Cluster, usize)) -> Cluster {
     let mut c = ClusterSpec::new()
         .storage(2)
         .cache(cache)
@@ -218,6 +218,7 @@ fn two_gateways(cache: Cache, seed: u64, ops: usize, mut fault: impl FnMut(&mut 
         }
     }
     assert!(gateway_hits(&c, "read") > (ops / 4) as f64, "the bank was hardly used");
+    c
 }
 
 #[test]
@@ -261,6 +262,65 @@ fn cache_node_killed_restarted_frozen_memcached() {
 #[test]
 fn cache_node_killed_restarted_frozen_imca_cache_node() {
     two_gateways(Cache::Imca(2), 22, 800, faults);
+}
+
+fn config_of(c: &Cluster) -> serde_json::Value {
+    let admin = c.gateways[0].admin_url().expect("admin API");
+    let body = common::http_get(&format!("{admin}/api/v1/config"));
+    let v: serde_json::Value = serde_json::from_str(&body[body.find('{').expect("JSON body")..]).expect("config JSON");
+    if v.get("config").is_some() {
+        v["config"].clone()
+    } else {
+        v
+    }
+}
+
+/// A node frozen far longer than SMCache waits for a confirmation: the
+/// mutations it holds up are answered once it is fenced (no application
+/// error, nothing stale through either gateway), and after it thaws it is
+/// flushed and readmitted under a new epoch, and the workload stays coherent.
+fn frozen_past_the_deadline(cache: Cache, seed: u64) {
+    // SMCache's deadline, read by the storage servers this test starts
+    std::env::set_var("IMCA_SMCACHE_DEADLINE_MS", "400");
+    let c = two_gateways(cache, seed, 300, |c, i| {
+        if i == 60 {
+            freeze_for(c, 1, 6000);
+        }
+    });
+    let fenced: f64 = c
+        .storage
+        .iter()
+        .filter_map(|d| d.metrics_url())
+        .map(|u| http::sum(&common::http_get(&u), "imca_storage_cache_ops_total", &["result=\"fenced\""]))
+        .sum();
+    assert!(fenced > 0.0, "no mutation waited for a fence");
+    let errors: f64 = c
+        .storage
+        .iter()
+        .filter_map(|d| d.metrics_url())
+        .map(|u| http::sum(&common::http_get(&u), "imca_storage_cache_ops_total", &["result=\"error\""]))
+        .sum();
+    assert_eq!(errors, 0.0, "a mutation was answered EIO");
+    // thawed 6 s after the freeze: readmitted after its probation
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let cfg = config_of(&c);
+        if cfg["nodes"].as_array().map_or(0, |n| n.len()) == 2 && cfg["fenced"].as_array().is_none_or(|f| f.is_empty()) {
+            break;
+        }
+        assert!(std::time::Instant::now() < until, "node not readmitted: {cfg}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn cache_node_frozen_past_the_deadline_is_fenced_and_readmitted_imca_cache_node() {
+    frozen_past_the_deadline(Cache::Imca(2), 41);
+}
+
+#[test]
+fn cache_node_frozen_past_the_deadline_is_fenced_and_readmitted_memcached() {
+    frozen_past_the_deadline(Cache::Memcached(2), 42);
 }
 
 // ─── concurrent writers to overlapping blocks ───────────────────────────────

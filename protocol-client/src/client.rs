@@ -81,8 +81,13 @@ impl ProtocolClient {
     }
 
     pub async fn fetch_volume_config(&self) -> FsResult<CacheConfig> {
+        Ok(self.fetch_volume_config_and_fences().await?.0)
+    }
+
+    /// The config and the cache nodes this server asks to have fenced.
+    pub async fn fetch_volume_config_and_fences(&self) -> FsResult<(CacheConfig, Vec<String>)> {
         match self.call(Request::GetVolumeConfig {}, 0).await? {
-            Reply::Config { config, .. } => Ok(config),
+            Reply::Config { config, fence, .. } => Ok((config, fence)),
             other => Err(self.unexpected("get_volume_config", &other)),
         }
     }
@@ -91,7 +96,7 @@ impl ProtocolClient {
     /// server's current epoch. Returns (accepted, the server's config now).
     pub async fn set_volume_config(&self, config: CacheConfig) -> FsResult<(bool, CacheConfig)> {
         match self.call(Request::SetVolumeConfig { config }, 0).await? {
-            Reply::Config { accepted, config } => Ok((accepted, config)),
+            Reply::Config { accepted, config, .. } => Ok((accepted, config)),
             other => Err(self.unexpected("set_volume_config", &other)),
         }
     }

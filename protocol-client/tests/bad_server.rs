@@ -20,7 +20,7 @@ impl RpcService for Liar {
     async fn handle(&self, req: Message) -> Message {
         match Request::decode(&req).unwrap() {
             Request::GetVolumeConfig {} => {
-                encode_reply(7, &Ok(Reply::Config { accepted: false, config: CacheConfig { epoch: 7, ..Default::default() } }))
+                encode_reply(7, &Ok(Reply::Config { accepted: false, config: CacheConfig { epoch: 7, ..Default::default() }, fence: Vec::new() }))
             }
             Request::Getattr { .. } => encode_reply(5, &Ok(Reply::Unit)),
             Request::Statfs { .. } => Message::new(Bytes::from_static(&[1, 2, 3]), Bytes::new()),

@@ -5,8 +5,9 @@ use std::sync::LazyLock;
 
 /// `op`: populate (blocks after a read, not waited for), update (blocks
 /// rewritten after a write), invalidate (keys deleted after a mutation);
-/// `result`: ok | error (the mutation was answered EIO: the bank could not
-/// confirm in time) | queued.
+/// `result`: ok | fenced (a node could not confirm in time and was fenced
+/// before the mutation was answered) | error (answered EIO: neither
+/// confirmed nor fenced in time) | queued.
 pub static CACHE_OPS: LazyLock<IntCounterVec> = LazyLock::new(|| {
     register_int_counter_vec!(
         "imca_storage_cache_ops_total",

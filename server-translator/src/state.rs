@@ -1,8 +1,11 @@
 //! The bank and key layout in force, following the volume config.
 //!
-//! When the config changes (new epoch), the previous layout is kept for one
+//! When the config changes (new epoch), the replaced layout is kept for one
 //! lease: gateways may still read the old epoch's keys until their lease
 //! runs out, so mutations keep deleting those too (see `admin::lease`).
+//! Every layout replaced less than a lease ago is kept, not just the last:
+//! two changes within one lease (a fence, then a re-admission) leave two
+//! epochs that gateways may still read.
 
 use cache_bank::{Bank, BankOptions, Keys};
 use std::sync::{Arc, Mutex};
@@ -19,7 +22,8 @@ pub struct Layout {
 pub struct Layouts {
     rx: watch::Receiver<CacheConfig>,
     cur: Mutex<(u64, Option<Arc<Layout>>)>,
-    prev: Mutex<Option<(Arc<Layout>, Instant)>>,
+    /// replaced layouts, each with the instant its lease runs out
+    prev: Mutex<Vec<(Arc<Layout>, Instant)>>,
 }
 
 fn usable(c: &CacheConfig) -> bool {
@@ -28,7 +32,7 @@ fn usable(c: &CacheConfig) -> bool {
 
 impl Layouts {
     pub fn new(rx: watch::Receiver<CacheConfig>) -> Layouts {
-        Layouts { rx, cur: Mutex::new((0, None)), prev: Mutex::new(None) }
+        Layouts { rx, cur: Mutex::new((0, None)), prev: Mutex::new(Vec::new()) }
     }
 
     /// The layout to use now; `None` = no cache for this volume.
@@ -53,24 +57,40 @@ impl Layouts {
         });
         if let Some(o) = old {
             let lease = Duration::from_millis(o.config.lease_ms.max(cfg.lease_ms)) + Duration::from_millis(100);
-            *self.prev.lock().unwrap() = Some((o, Instant::now() + lease));
+            self.prev.lock().unwrap().push((o, Instant::now() + lease));
         }
         tracing::info!(epoch = cfg.epoch, nodes = ?cfg.nodes, block_size = cfg.block_size, "SMCache layout");
         *cur = (cfg.epoch, next.clone());
         next
     }
 
-    /// The layout replaced less than a lease ago, whose keys gateways may
-    /// still read.
-    pub fn previous(&self) -> Option<Arc<Layout>> {
+    /// The layouts replaced less than a lease ago, whose keys gateways may
+    /// still read, each with the instant that stops.
+    pub fn previous(&self) -> Vec<(Arc<Layout>, Instant)> {
         let mut p = self.prev.lock().unwrap();
-        match &*p {
-            Some((l, until)) if Instant::now() < *until => Some(l.clone()),
-            Some(_) => {
-                *p = None;
-                None
+        let now = Instant::now();
+        p.retain(|(_, until)| now < *until);
+        p.clone()
+    }
+
+    /// Wait until the config in force satisfies `ok`, up to `give_up`.
+    pub async fn wait_for(&self, ok: impl Fn(&CacheConfig) -> bool, give_up: Instant) -> bool {
+        let mut rx = self.rx.clone();
+        loop {
+            if ok(&rx.borrow_and_update()) {
+                return true;
             }
-            None => None,
+            match tokio::time::timeout_at(give_up.into(), rx.changed()).await {
+                Ok(Ok(())) => {}
+                _ => return false,
+            }
+        }
+    }
+
+    /// Sleep until no replaced layout can be read by any gateway.
+    pub async fn outwait_previous(&self) {
+        if let Some(last) = self.previous().iter().map(|(_, until)| *until).max() {
+            tokio::time::sleep_until(last.into()).await;
         }
     }
 }

@@ -6,15 +6,18 @@ use crate::metrics;
 use crate::state::{Layout, Layouts};
 use async_trait::async_trait;
 use bytes::Bytes;
+use cache_bank::BankError;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::watch;
-use xlator::volume::CacheConfig;
+use xlator::volume::{CacheConfig, FenceRequests};
 use xlator::*;
 
-/// How long a mutation waits for the bank to confirm its cache changes
-/// before answering EIO (below the gateways' storage RPC timeout of 10 s).
-pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(8);
+/// How long a mutation waits for a cache node to confirm its changes before
+/// asking for the node to be fenced. Deadline + fencing (about one lease to
+/// be noticed, one to be outwaited) stays below the gateways' storage RPC
+/// timeout of 10 s.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(2);
 
 /// Largest aligned read SMCache widens a request to (bigger reads pass
 /// through unpopulated).
@@ -44,11 +47,19 @@ struct Inner {
     layouts: Layouts,
     locks: FileLocks,
     opts: SmOptions,
+    /// nodes we want fenced, read by gateways with the volume config
+    fences: Arc<FenceRequests>,
 }
 
 impl SmCache {
-    pub fn new(below: Next, config: watch::Receiver<CacheConfig>, opts: SmOptions) -> SmCache {
-        let inner = Arc::new(Inner { below: below.clone(), layouts: Layouts::new(config), locks: FileLocks::default(), opts });
+    pub fn new(
+        below: Next,
+        config: watch::Receiver<CacheConfig>,
+        fences: Arc<FenceRequests>,
+        opts: SmOptions,
+    ) -> SmCache {
+        let layouts = Layouts::new(config);
+        let inner = Arc::new(Inner { below: below.clone(), layouts, locks: FileLocks::default(), opts, fences });
         SmCache { inner, below }
     }
 }
@@ -67,32 +78,76 @@ impl Inner {
 
     /// Apply `changes` and wait until the bank confirms them (or proves the
     /// node holding them empty). Only then may the mutation be answered.
+    ///
+    /// A node that cannot confirm before the deadline (frozen, partitioned)
+    /// is not waited for forever and does not turn the mutation into an
+    /// error: we ask the gateways to fence it (move it out of the pool under
+    /// a new epoch, see `admin::lease`), wait until that config is in force
+    /// here, and then until the replaced epoch's lease has run out — after
+    /// that no gateway reads a key the stuck node may still hold. Only if
+    /// no fence comes within a few leases is the answer EIO.
     async fn commit(&self, l: &Layout, changes: Vec<Change>, op: &str) -> FsResult<()> {
         if changes.is_empty() {
             return Ok(());
         }
-        let ups = changes::updates(&changes, &l.keys);
-        let prev = self.layouts.previous();
-        let prev_ups = prev.as_ref().map(|p| changes::previous_deletes(&changes, &l.keys, &p.keys));
-        let cur = l.bank.update(&ups, Some(self.opts.deadline));
-        let old = async {
-            match (&prev, &prev_ups) {
-                (Some(p), Some(u)) => p.bank.update(u, Some(self.opts.deadline)).await,
-                _ => Ok(()),
-            }
-        };
-        let (a, b) = tokio::join!(cur, old);
-        match a.and(b) {
-            Ok(()) => {
-                metrics::count(op, "ok", ups.len() as u64);
-                Ok(())
-            }
-            Err(e) => {
-                metrics::count(op, "error", ups.len() as u64);
-                tracing::warn!(error = %e, op, "cache bank did not confirm; answering EIO");
-                Err(FsError::EIO)
-            }
+        let n = changes.len() as u64;
+        let mut failed = self.apply(l, &changes).await;
+        if failed.is_empty() {
+            metrics::count(op, "ok", n);
+            return Ok(());
         }
+        let give_up = Instant::now() + Duration::from_millis(l.config.lease_ms.max(1)) * 4 + Duration::from_secs(1);
+        let mut keys = l.keys.clone();
+        for _ in 0..3 {
+            let stuck: Vec<String> = failed.iter().map(|e| e.node().to_string()).collect();
+            for (e, node) in failed.iter().zip(&stuck) {
+                tracing::warn!(error = %e, op, "cache node did not confirm an update: asking for it to be fenced");
+                self.fences.want(node);
+            }
+            if !self.layouts.wait_for(|c| stuck.iter().all(|s| !c.nodes.contains(s)), give_up).await {
+                break;
+            }
+            let next = self.layouts.current();
+            // every layout that still held a stuck node must be past its lease
+            self.layouts.outwait_previous().await;
+            let Some(nl) = next else {
+                metrics::count(op, "fenced", n);
+                return Ok(());
+            };
+            // Keys of the new epoch were claimed after our disk operation, so
+            // they hold nothing older; delete ours there anyway (a delete is
+            // right whatever the new layout's block size).
+            let dels = changes::previous_deletes(&changes, &keys, &nl.keys);
+            failed = nl.bank.update_each(&dels, Some(self.opts.deadline)).await;
+            if failed.is_empty() {
+                metrics::count(op, "fenced", n);
+                return Ok(());
+            }
+            keys = nl.keys.clone();
+        }
+        metrics::count(op, "error", n);
+        tracing::warn!(op, "cache nodes neither confirmed nor were fenced in time; answering EIO");
+        Err(FsError::EIO)
+    }
+
+    /// Send the changes to the current layout and, as deletions, to every
+    /// layout replaced less than a lease ago; the nodes that did not confirm.
+    async fn apply(&self, l: &Layout, changes: &[Change]) -> Vec<BankError> {
+        let ups = changes::updates(changes, &l.keys);
+        let cur = l.bank.update_each(&ups, Some(self.opts.deadline));
+        let old = futures::future::join_all(self.layouts.previous().into_iter().map(|(p, until)| async move {
+            if p.config.nodes.iter().any(|n| l.config.fenced.contains(n)) {
+                // A fenced node cannot confirm deletes; outwaiting the old
+                // epoch's lease makes its keys unreadable all the same.
+                tokio::time::sleep_until(until.into()).await;
+                return Vec::new();
+            }
+            let dels = changes::previous_deletes(changes, &l.keys, &p.keys);
+            p.bank.update_each(&dels, Some(self.opts.deadline)).await
+        }));
+        let (mut failed, old) = tokio::join!(cur, old);
+        failed.extend(old.into_iter().flatten());
+        failed
     }
 
     /// Block payloads for `[first, last]` from an aligned read that started

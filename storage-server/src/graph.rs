@@ -22,12 +22,18 @@ pub struct SlotContext {
 /// config watch.
 pub async fn server_translators(below: Arc<dyn Translator>, ctx: &SlotContext) -> anyhow::Result<Arc<dyn Translator>> {
     // SMCache follows the volume config (no cache nodes = it passes through).
-    // IMCA_SMCACHE_THREADED=1 selects the dissertation's "threaded" mode.
-    let opts = server_translator::SmOptions {
+    // IMCA_SMCACHE_THREADED=1 selects the dissertation's "threaded" mode;
+    // IMCA_SMCACHE_DEADLINE_MS how long a mutation waits for a cache node
+    // before asking for it to be fenced.
+    let mut opts = server_translator::SmOptions {
         threaded: std::env::var("IMCA_SMCACHE_THREADED").is_ok_and(|v| v == "1"),
         ..Default::default()
     };
-    Ok(Arc::new(server_translator::SmCache::new(below, ctx.volume.subscribe(), opts)))
+    if let Some(ms) = std::env::var("IMCA_SMCACHE_DEADLINE_MS").ok().and_then(|v| v.parse::<u64>().ok()) {
+        opts.deadline = std::time::Duration::from_millis(ms.max(1));
+    }
+    let sm = server_translator::SmCache::new(below, ctx.volume.subscribe(), ctx.volume.fences.clone(), opts);
+    Ok(Arc::new(sm))
 }
 
 /// The posix leaf over `export` (creating `.imca/` state on first use).

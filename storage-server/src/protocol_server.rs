@@ -70,7 +70,10 @@ impl ProtocolServer {
                 x.removexattr(&loc, &name).await?;
                 R::Unit
             }
-            GetVolumeConfig {} => R::Config { accepted: false, config: self.volume.current() },
+            GetVolumeConfig {} => {
+                let config = self.volume.current();
+                R::Config { accepted: false, fence: self.volume.fences.open(&config), config }
+            }
             SetVolumeConfig { config } => {
                 let epoch = config.epoch;
                 let (accepted, config) = self.volume.compare_and_set(config).map_err(|e| {
@@ -80,7 +83,7 @@ impl ProtocolServer {
                 if accepted {
                     tracing::info!(epoch, "volume config changed");
                 }
-                R::Config { accepted, config }
+                R::Config { accepted, fence: self.volume.fences.open(&config), config }
             }
         })
     }

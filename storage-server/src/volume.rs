@@ -7,7 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
-use xlator::volume::CacheConfig;
+use xlator::volume::{CacheConfig, FenceRequests};
 
 pub const VOLUME_FILE: &str = "volume.json";
 
@@ -16,6 +16,8 @@ pub struct Volume {
     tx: Arc<watch::Sender<CacheConfig>>,
     /// serialises persist + publish, so the file and the channel agree
     write: Mutex<()>,
+    /// cache nodes SMCache wants fenced; answered with every GetVolumeConfig
+    pub fences: Arc<FenceRequests>,
 }
 
 impl Volume {
@@ -32,7 +34,12 @@ impl Volume {
             }
             Err(e) => return Err(e),
         };
-        Ok(Volume { path, tx: Arc::new(watch::Sender::new(config)), write: Mutex::new(()) })
+        Ok(Volume {
+            path,
+            tx: Arc::new(watch::Sender::new(config)),
+            write: Mutex::new(()),
+            fences: Arc::default(),
+        })
     }
 
     pub fn current(&self) -> CacheConfig {

@@ -34,7 +34,7 @@ pub use server::{serve, ServerOptions};
 /// The first four bytes each side sends.
 pub const MAGIC: [u8; 4] = *b"IMCA";
 /// Bumped whenever the frame layout or the `wire` codec changes incompatibly.
-pub const PROTOCOL_VERSION: u16 = 1;
+pub const PROTOCOL_VERSION: u16 = 2; // 2: volume config carries `fenced`, its reply the fence requests
 /// Default largest frame (head + bulk) either side accepts.
 pub const DEFAULT_MAX_FRAME: usize = 64 * 1024 * 1024;
 

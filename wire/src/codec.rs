@@ -184,7 +184,7 @@ record!(RenameFlags { noreplace, exchange });
 record!(XattrFlags { create, replace });
 record!(Removed { fid, remaining });
 record!(Renamed { moved, replaced });
-record!(CacheConfig { epoch, volume, nodes, block_size, placement, timeout_ms, lease_ms });
+record!(CacheConfig { epoch, volume, nodes, fenced, block_size, placement, timeout_ms, lease_ms });
 
 /// Enums with only unit variants, as one tag byte.
 macro_rules! unit_enum {

@@ -27,8 +27,10 @@ pub enum Reply {
     /// listxattr
     Names(Vec<String>),
     /// get/set volume config: whether a set was accepted, and the config the
-    /// server keeps now (the new one if accepted, else the current one)
-    Config { accepted: bool, config: CacheConfig },
+    /// server keeps now (the new one if accepted, else the current one), and
+    /// the cache nodes this server asks to have fenced (see
+    /// `xlator::volume::FenceRequests`)
+    Config { accepted: bool, config: CacheConfig, fence: Vec<String> },
 }
 
 /// A decoded reply.
@@ -90,10 +92,11 @@ pub fn encode_reply(epoch: u64, result: &Result<Reply, FsError>) -> Message {
                 w.put_u8(10);
                 x.enc(&mut w)
             }
-            Reply::Config { accepted, config } => {
+            Reply::Config { accepted, config, fence } => {
                 w.put_u8(11);
                 accepted.enc(&mut w);
-                config.enc(&mut w)
+                config.enc(&mut w);
+                fence.enc(&mut w)
             }
         },
     }
@@ -115,7 +118,7 @@ pub fn decode_reply(msg: &Message) -> Result<ReplyMsg, WireError> {
         8 => Ok(Reply::Entries(Dec::dec(&mut r)?)),
         9 => Ok(Reply::StatFs(Dec::dec(&mut r)?)),
         10 => Ok(Reply::Names(Dec::dec(&mut r)?)),
-        11 => Ok(Reply::Config { accepted: Dec::dec(&mut r)?, config: Dec::dec(&mut r)? }),
+        11 => Ok(Reply::Config { accepted: Dec::dec(&mut r)?, config: Dec::dec(&mut r)?, fence: Dec::dec(&mut r)? }),
         t => return Err(WireError::BadTag { what: "reply", tag: t }),
     };
     r.finish()?;

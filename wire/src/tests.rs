@@ -55,11 +55,13 @@ fn bytes() -> impl Strategy<Value = Bytes> {
     proptest::collection::vec(any::<u8>(), 0..300).prop_map(Bytes::from)
 }
 fn config() -> impl Strategy<Value = CacheConfig> {
-    (any::<u64>(), name(), proptest::collection::vec(name(), 0..4), any::<u32>(), 0u8..3, any::<u64>(), any::<u64>())
-        .prop_map(|(epoch, volume, nodes, block_size, p, timeout_ms, lease_ms)| CacheConfig {
+    let names = || proptest::collection::vec(name(), 0..4);
+    (any::<u64>(), name(), (names(), names()), any::<u32>(), 0u8..3, any::<u64>(), any::<u64>())
+        .prop_map(|(epoch, volume, (nodes, fenced), block_size, p, timeout_ms, lease_ms)| CacheConfig {
             epoch,
             volume,
             nodes,
+            fenced,
             block_size,
             placement: [Placement::Crc32, Placement::Modulo, Placement::Consistent][p as usize],
             timeout_ms,
@@ -137,7 +139,8 @@ fn reply() -> impl Strategy<Value = Result<Reply, FsError>> {
         proptest::collection::vec(entry, 0..20).prop_map(|e| Ok(Reply::Entries(e))),
         statfs.prop_map(|s| Ok(Reply::StatFs(s))),
         proptest::collection::vec(name(), 0..10).prop_map(|n| Ok(Reply::Names(n))),
-        (any::<bool>(), config()).prop_map(|(accepted, config)| Ok(Reply::Config { accepted, config })),
+        (any::<bool>(), config(), proptest::collection::vec(name(), 0..3))
+            .prop_map(|(accepted, config, fence)| Ok(Reply::Config { accepted, config, fence })),
     ]
 }
 

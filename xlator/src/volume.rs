@@ -9,6 +9,8 @@
 //! reader ever mixes blocks of two layouts; old keys age out of the LRU.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::sync::Mutex;
 
 /// How keys are spread over the bank's nodes.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize, Default)]
@@ -36,6 +38,10 @@ pub struct CacheConfig {
     pub volume: String,
     /// cache-node addresses (host:port); empty = no cache
     pub nodes: Vec<String>,
+    /// nodes taken out of `nodes` because an update to them could not be
+    /// confirmed (frozen, partitioned): nobody uses them until they answer
+    /// again, are flushed and come back under a new epoch (admin::lease)
+    pub fenced: Vec<String>,
     /// data block size in bytes: a power of two, 256 B ..= item limit, divides the stripe unit
     pub block_size: u32,
     pub placement: Placement,
@@ -51,10 +57,33 @@ impl Default for CacheConfig {
             epoch: 1,
             volume: "vol0".into(),
             nodes: Vec::new(),
+            fenced: Vec::new(),
             block_size: DEFAULT_BLOCK_SIZE,
             placement: Placement::default(),
             timeout_ms: DEFAULT_BANK_TIMEOUT_MS,
             lease_ms: DEFAULT_LEASE_MS,
         }
+    }
+}
+
+/// The cache nodes a storage server wants fenced: SMCache could not get an
+/// update confirmed by them before its deadline, so it may not acknowledge
+/// the mutation until no gateway can read their keys any more. Gateways
+/// read this list with the volume config (`GetVolumeConfig`) and move the
+/// nodes to [`CacheConfig::fenced`] under a new epoch.
+#[derive(Default, Debug)]
+pub struct FenceRequests(Mutex<BTreeSet<String>>);
+
+impl FenceRequests {
+    pub fn want(&self, node: &str) {
+        self.0.lock().unwrap().insert(node.to_string());
+    }
+
+    /// The requests still open under `config` (a node no longer in its pool
+    /// is fenced already, or removed: its request is done).
+    pub fn open(&self, config: &CacheConfig) -> Vec<String> {
+        let mut g = self.0.lock().unwrap();
+        g.retain(|n| config.nodes.contains(n));
+        g.iter().cloned().collect()
     }
 }

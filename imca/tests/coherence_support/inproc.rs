@@ -58,6 +58,7 @@ impl Pipeline {
             epoch: 1,
             volume: "coherence".into(),
             nodes: nodes.iter().map(|n| n.addr()).collect(),
+            fenced: Vec::new(),
             block_size: spec.block_size,
             placement: spec.placement,
             // generous: this machine is small and shared; a slow answer is a miss anyway
@@ -77,6 +78,7 @@ impl Pipeline {
                 Arc::new(SmCache::new(
                     p.clone(),
                     srx.clone(),
+                    Arc::default(),
                     SmOptions { threaded: spec.threaded, deadline: Duration::from_secs(8) },
                 )) as Next
             })
