@@ -23,7 +23,6 @@ pub struct Batch {
 /// Handle to a live connection; dropping the last one closes it.
 pub enum Conn {
     Tcp(crate::tcp::TcpConn),
-    #[cfg(feature = "rdma")]
     Rdma(crate::rdma::RdmaConn),
 }
 
@@ -31,8 +30,7 @@ impl Conn {
     pub fn is_alive(&self) -> bool {
         match self {
             Conn::Tcp(c) => c.is_alive(),
-            #[cfg(feature = "rdma")]
-            Conn::Rdma(c) => c.is_alive(),
+                    Conn::Rdma(c) => c.is_alive(),
         }
     }
 
@@ -40,8 +38,7 @@ impl Conn {
     pub fn pending(&self) -> usize {
         match self {
             Conn::Tcp(c) => c.pending(),
-            #[cfg(feature = "rdma")]
-            Conn::Rdma(c) => c.pending(),
+                    Conn::Rdma(c) => c.pending(),
         }
     }
 
@@ -49,8 +46,7 @@ impl Conn {
     pub fn send(&self, bytes: Vec<u8>, expect: Vec<Expect>) -> oneshot::Receiver<BatchResult> {
         match self {
             Conn::Tcp(c) => c.send(bytes, expect),
-            #[cfg(feature = "rdma")]
-            Conn::Rdma(c) => c.send(bytes, expect),
+                    Conn::Rdma(c) => c.send(bytes, expect),
         }
     }
 
@@ -58,8 +54,7 @@ impl Conn {
     pub fn transport(&self) -> &'static str {
         match self {
             Conn::Tcp(_) => "tcp",
-            #[cfg(feature = "rdma")]
-            Conn::Rdma(_) => "rdma",
+                    Conn::Rdma(_) => "rdma",
         }
     }
 }

@@ -38,7 +38,6 @@ mod md5;
 pub mod metrics;
 mod node;
 pub mod placement;
-#[cfg(feature = "rdma")]
 mod rdma;
 mod reply;
 mod tcp;

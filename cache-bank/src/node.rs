@@ -24,7 +24,6 @@ pub const BACKOFF_MIN: Duration = Duration::from_millis(20);
 pub const BACKOFF_MAX: Duration = Duration::from_millis(1000);
 /// An RDMA connect is address + route resolution and a CM handshake,
 /// several exchanges where TCP has one: give it at least this long.
-#[cfg(feature = "rdma")]
 const RDMA_CONNECT_MIN: Duration = Duration::from_millis(1000);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,14 +115,13 @@ impl Node {
         }
     }
 
-    #[cfg(feature = "rdma")]
+    /// Over RDMA when this build and the node allow it (the node's
+    /// `--transport rdma` listener on the same ip:port), else TCP.
     async fn connect_rdma(&self, connect_timeout: Duration) -> Result<Conn, (DownReason, BankError)> {
-        use transport::rdma::{RdmaClient, RdmaOptions};
         let t = connect_timeout.max(RDMA_CONNECT_MIN);
         // The bank times its requests itself; the transport's call timeout
         // (from the environment's defaults) only catches a connection that hangs.
-        let o = RdmaOptions { connect_timeout: t, ..transport::select::rdma_options_from_env() };
-        let why = match tokio::time::timeout(t, RdmaClient::connect(self.addr.clone(), o)).await {
+        let why = match tokio::time::timeout(t, transport::select::connect_rdma(&self.addr, t)).await {
             Ok(Ok(c)) => return Ok(Conn::Rdma(crate::rdma::RdmaConn::start(self.addr.clone(), c))),
             Ok(Err(e)) => e.to_string(),
             Err(_) => format!("RDMA connect timed out after {t:?}"),
@@ -131,13 +129,6 @@ impl Node {
         let c = self.connect_tcp(connect_timeout).await?;
         tracing::warn!(node = %self.addr, "cache node not reachable over RDMA ({why}); using TCP for this connection");
         Ok(c)
-    }
-
-    #[cfg(not(feature = "rdma"))]
-    async fn connect_rdma(&self, connect_timeout: Duration) -> Result<Conn, (DownReason, BankError)> {
-        static WARNED: std::sync::Once = std::sync::Once::new();
-        WARNED.call_once(|| tracing::warn!("bank over RDMA asked for, but built without the `rdma` feature; using TCP"));
-        self.connect_tcp(connect_timeout).await
     }
 
     fn back_off(st: &mut State, why: DownReason) {

@@ -24,7 +24,6 @@ use bytes::Bytes;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
-use transport::rdma::RdmaClient;
 use transport::{Message, RpcClient, TransportError};
 
 /// Stop coalescing queued batches beyond this many bytes (TCP's write size).
@@ -59,7 +58,7 @@ impl Drop for RdmaConn {
 
 impl RdmaConn {
     /// Serve batches over `client` (already connected: the handshake succeeded).
-    pub fn start(addr: String, client: RdmaClient) -> RdmaConn {
+    pub fn start(addr: String, client: Arc<dyn RpcClient>) -> RdmaConn {
         let (tx, rx) = mpsc::unbounded_channel::<Batch>();
         let alive = Arc::new(AtomicBool::new(true));
         let pending = Arc::new(AtomicUsize::new(0));
@@ -87,7 +86,7 @@ impl RdmaConn {
 
 async fn run(
     addr: String,
-    client: RdmaClient,
+    client: Arc<dyn RpcClient>,
     mut rx: mpsc::UnboundedReceiver<Batch>,
     alive: Arc<AtomicBool>,
     pending: Arc<AtomicUsize>,
@@ -114,7 +113,7 @@ async fn run(
             }
             all
         };
-        let failed = match exchange(&client, &addr, bytes, &batches, value_guess).await {
+        let failed = match exchange(client.as_ref(), &addr, bytes, &batches, value_guess).await {
             Ok(mut reply) => deliver(&mut reply, batches, &addr, &pending, &mut value_guess),
             Err(e) => {
                 tracing::debug!(node = %addr, error = %e, "bank RDMA call failed");
@@ -143,7 +142,7 @@ async fn run(
 /// flight), changes nothing — get/gets read, set/delete are idempotent, and
 /// a repeated add/cas only answers NOT_STORED/EXISTS, which callers accept.
 async fn exchange(
-    client: &RdmaClient,
+    client: &dyn RpcClient,
     addr: &str,
     bytes: Vec<u8>,
     batches: &[Batch],

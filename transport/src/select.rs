@@ -85,6 +85,23 @@ pub fn client(rdma: bool, addr: &str, call_timeout: Duration, connect_timeout: D
     Arc::new(tcp::TcpClient::new(addr, tcp::TcpClientOptions { call_timeout, connect_timeout, ..Default::default() }))
 }
 
+/// Connect to `addr` over RDMA now (the handshake done), for callers that
+/// want the outcome at once rather than at the first call (the cache bank
+/// falls back to TCP per node). Errors in a build without the feature.
+pub async fn connect_rdma(addr: &str, connect_timeout: Duration) -> Result<Arc<dyn RpcClient>, crate::TransportError> {
+    #[cfg(feature = "rdma")]
+    {
+        let o = crate::rdma::RdmaOptions { connect_timeout, ..rdma_options_from_env() };
+        let c: Arc<dyn RpcClient> = Arc::new(crate::rdma::RdmaClient::connect(addr, o).await?);
+        Ok(c)
+    }
+    #[cfg(not(feature = "rdma"))]
+    {
+        let _ = (addr, connect_timeout);
+        Err(crate::TransportError::Connect("this binary was built without the `rdma` feature".into()))
+    }
+}
+
 /// Serve `service` over RDMA on `addr` (e.g. the TCP listener's ip:port;
 /// port 0 picks one) until `shutdown`. Returns the bound address once
 /// listening; errors if the address has no RDMA device.
