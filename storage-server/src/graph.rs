@@ -14,25 +14,14 @@ use xlator::Translator;
 pub struct SlotContext {
     /// the volume config (subscribe for changes: node pool, block size, epoch)
     pub volume: Arc<Volume>,
+    /// SMCache's options (`imca storage --cache-deadline-ms`, `--threaded-cache-updates`)
+    pub smcache: server_translator::SmOptions,
 }
 
-/// THE SLOT: the translators between protocol-server and posix. SMCache
-/// (server-translator crate) is inserted here; today it passes `below`
-/// through unchanged. `ctx.volume.subscribe()` / `.sender()` give the volume
-/// config watch.
+/// THE SLOT: the translators between protocol-server and posix: SMCache,
+/// which follows the volume config (no cache nodes = it passes through).
 pub async fn server_translators(below: Arc<dyn Translator>, ctx: &SlotContext) -> anyhow::Result<Arc<dyn Translator>> {
-    // SMCache follows the volume config (no cache nodes = it passes through).
-    // IMCA_SMCACHE_THREADED=1 selects the dissertation's "threaded" mode;
-    // IMCA_SMCACHE_DEADLINE_MS how long a mutation waits for a cache node
-    // before asking for it to be fenced.
-    let mut opts = server_translator::SmOptions {
-        threaded: std::env::var("IMCA_SMCACHE_THREADED").is_ok_and(|v| v == "1"),
-        ..Default::default()
-    };
-    if let Some(ms) = std::env::var("IMCA_SMCACHE_DEADLINE_MS").ok().and_then(|v| v.parse::<u64>().ok()) {
-        opts.deadline = std::time::Duration::from_millis(ms.max(1));
-    }
-    let sm = server_translator::SmCache::new(below, ctx.volume.subscribe(), ctx.volume.fences.clone(), opts);
+    let sm = server_translator::SmCache::new(below, ctx.volume.subscribe(), ctx.volume.fences.clone(), ctx.smcache.clone());
     Ok(Arc::new(sm))
 }
 
@@ -43,6 +32,10 @@ pub fn posix(export: &Path, fd_cache: usize) -> anyhow::Result<Arc<dyn Translato
 }
 
 /// Build the translators under protocol-server: slot over posix.
-pub async fn build(posix: Arc<dyn Translator>, volume: Arc<Volume>) -> anyhow::Result<Arc<dyn Translator>> {
-    server_translators(posix, &SlotContext { volume }).await
+pub async fn build(
+    posix: Arc<dyn Translator>,
+    volume: Arc<Volume>,
+    smcache: server_translator::SmOptions,
+) -> anyhow::Result<Arc<dyn Translator>> {
+    server_translators(posix, &SlotContext { volume, smcache }).await
 }

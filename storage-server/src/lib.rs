@@ -73,6 +73,16 @@ pub struct Args {
     /// or auto (rdma when possible, logged).
     #[arg(long, value_name = "KIND", default_value = "tcp")]
     pub transport: transport::select::TransportKind,
+    /// How long a mutation waits for a cache node to confirm its cache
+    /// changes before asking the gateways to fence the node (a hung node
+    /// then costs this much extra on a write, never an error).
+    #[arg(long, value_name = "MS", env = "IMCA_SMCACHE_DEADLINE_MS",
+          default_value_t = server_translator::DEFAULT_DEADLINE.as_millis() as u64)]
+    pub cache_deadline_ms: u64,
+    /// The dissertation's "threaded" mode: a write deletes the blocks it
+    /// covers before replying and repopulates them afterwards, off the reply path.
+    #[arg(long, env = "IMCA_SMCACHE_THREADED", value_parser = clap::builder::FalseyValueParser::new())]
+    pub threaded_cache_updates: bool,
 }
 
 impl Args {
@@ -90,6 +100,8 @@ impl Args {
             max_connections: 1024,
             io_threads: 64,
             transport: Default::default(),
+            cache_deadline_ms: server_translator::DEFAULT_DEADLINE.as_millis() as u64,
+            threaded_cache_updates: false,
         }
     }
 }
@@ -156,7 +168,11 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
         cache_bank::set_default_rdma(true);
     }
     let metrics = metrics::Metrics::new();
-    let top = graph::build(posix_xl.clone(), volume.clone()).await?;
+    let smcache = server_translator::SmOptions {
+        threaded: args.threaded_cache_updates,
+        deadline: std::time::Duration::from_millis(args.cache_deadline_ms.max(1)),
+    };
+    let top = graph::build(posix_xl.clone(), volume.clone(), smcache).await?;
     let service = Arc::new(protocol_server::ProtocolServer::new(top, volume.clone(), metrics.clone()));
 
     let listener =
