@@ -10,7 +10,10 @@
 
 use crate::error::BankError;
 use crate::reply::{Expect, Reply};
-use tokio::sync::oneshot;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
 
 pub type BatchResult = Result<Vec<Reply>, BankError>;
 
@@ -20,41 +23,71 @@ pub struct Batch {
     pub done: oneshot::Sender<BatchResult>,
 }
 
-/// Handle to a live connection; dropping the last one closes it.
-pub enum Conn {
-    Tcp(crate::tcp::TcpConn),
-    Rdma(crate::rdma::RdmaConn),
+/// What a transport's tasks share with the [`Conn`] handle.
+pub struct Shared {
+    pub addr: String,
+    /// cleared by the tasks when the connection breaks
+    pub alive: Arc<AtomicBool>,
+    /// batches sent and not yet answered (the tasks count answers down)
+    pub pending: Arc<AtomicUsize>,
+}
+
+/// Handle to a live connection; dropping it stops its tasks (which closes
+/// the socket or the queue pair).
+pub struct Conn {
+    addr: String,
+    tx: mpsc::UnboundedSender<Batch>,
+    alive: Arc<AtomicBool>,
+    pending: Arc<AtomicUsize>,
+    transport: &'static str,
+    tasks: Vec<AbortHandle>,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
 }
 
 impl Conn {
+    /// Start a connection: `spawn` starts the transport's tasks, which serve
+    /// the batch queue in order, and returns them.
+    pub fn start(
+        addr: String,
+        transport: &'static str,
+        spawn: impl FnOnce(mpsc::UnboundedReceiver<Batch>, Shared) -> Vec<AbortHandle>,
+    ) -> Conn {
+        let (tx, rx) = mpsc::unbounded_channel::<Batch>();
+        let alive = Arc::new(AtomicBool::new(true));
+        let pending = Arc::new(AtomicUsize::new(0));
+        let shared = Shared { addr: addr.clone(), alive: alive.clone(), pending: pending.clone() };
+        let tasks = spawn(rx, shared);
+        Conn { addr, tx, alive, pending, transport, tasks }
+    }
+
     pub fn is_alive(&self) -> bool {
-        match self {
-            Conn::Tcp(c) => c.is_alive(),
-                    Conn::Rdma(c) => c.is_alive(),
-        }
+        self.alive.load(Ordering::Acquire) && !self.tx.is_closed()
     }
 
     /// Batches sent and not yet answered.
     pub fn pending(&self) -> usize {
-        match self {
-            Conn::Tcp(c) => c.pending(),
-                    Conn::Rdma(c) => c.pending(),
-        }
+        self.pending.load(Ordering::Relaxed)
     }
 
     /// Queue a batch; its place in the node's order is fixed when this returns.
     pub fn send(&self, bytes: Vec<u8>, expect: Vec<Expect>) -> oneshot::Receiver<BatchResult> {
-        match self {
-            Conn::Tcp(c) => c.send(bytes, expect),
-                    Conn::Rdma(c) => c.send(bytes, expect),
+        let (done, rx) = oneshot::channel();
+        self.pending.fetch_add(1, Ordering::Relaxed);
+        if let Err(e) = self.tx.send(Batch { bytes, expect, done }) {
+            let _ = e.0.done.send(Err(BankError::Io(self.addr.clone(), "connection closed".into())));
         }
+        rx
     }
 
     /// "tcp" or "rdma", for metrics and logs.
     pub fn transport(&self) -> &'static str {
-        match self {
-            Conn::Tcp(_) => "tcp",
-                    Conn::Rdma(_) => "rdma",
-        }
+        self.transport
     }
 }

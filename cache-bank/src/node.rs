@@ -99,7 +99,7 @@ impl Node {
 
     async fn connect_tcp(&self, connect_timeout: Duration) -> Result<Conn, (DownReason, BankError)> {
         match tokio::time::timeout(connect_timeout, TcpStream::connect(&self.addr)).await {
-            Ok(Ok(s)) => Ok(Conn::Tcp(crate::tcp::TcpConn::start(self.addr.clone(), s))),
+            Ok(Ok(s)) => Ok(crate::tcp::TcpConn::start(self.addr.clone(), s)),
             Ok(Err(e)) => {
                 let refused = matches!(
                     e.kind(),
@@ -122,7 +122,7 @@ impl Node {
         // The bank times its requests itself; the transport's call timeout
         // (from the environment's defaults) only catches a connection that hangs.
         let why = match tokio::time::timeout(t, transport::select::connect_rdma(&self.addr, t)).await {
-            Ok(Ok(c)) => return Ok(Conn::Rdma(crate::rdma::RdmaConn::start(self.addr.clone(), c))),
+            Ok(Ok(c)) => return Ok(crate::rdma::RdmaConn::start(self.addr.clone(), c)),
             Ok(Err(e)) => e.to_string(),
             Err(_) => format!("RDMA connect timed out after {t:?}"),
         };

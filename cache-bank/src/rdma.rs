@@ -17,7 +17,7 @@
 //! give it two at once.) Coalescing also keeps the round-trip count of a
 //! burst at TCP's: one message per burst instead of one per batch.
 
-use crate::conn::{Batch, BatchResult};
+use crate::conn::{Batch, BatchResult, Conn};
 use crate::error::BankError;
 use crate::reply::{BatchParser, Expect, Reply};
 use bytes::Bytes;
@@ -40,47 +40,15 @@ const FIRST_VALUE_GUESS: usize = 4 << 10;
 /// pre-registered size class (4 MiB), so offering it costs no registration.
 const REPLY_REGION_CAP: usize = 4 << 20;
 
-/// Handle to a live connection; dropping it closes the connection.
-pub struct RdmaConn {
-    addr: String,
-    tx: mpsc::UnboundedSender<Batch>,
-    alive: Arc<AtomicBool>,
-    pending: Arc<AtomicUsize>,
-    task: tokio::task::AbortHandle,
-}
-
-impl Drop for RdmaConn {
-    fn drop(&mut self) {
-        // Dropping the task drops the client, which closes the QP.
-        self.task.abort();
-    }
-}
+/// RDMA's task for a [`Conn`]; aborting it drops the client, which closes the QP.
+pub struct RdmaConn;
 
 impl RdmaConn {
     /// Serve batches over `client` (already connected: the handshake succeeded).
-    pub fn start(addr: String, client: Arc<dyn RpcClient>) -> RdmaConn {
-        let (tx, rx) = mpsc::unbounded_channel::<Batch>();
-        let alive = Arc::new(AtomicBool::new(true));
-        let pending = Arc::new(AtomicUsize::new(0));
-        let task = tokio::spawn(run(addr.clone(), client, rx, alive.clone(), pending.clone()));
-        RdmaConn { addr, tx, alive, pending, task: task.abort_handle() }
-    }
-
-    pub fn is_alive(&self) -> bool {
-        self.alive.load(Ordering::Acquire) && !self.tx.is_closed()
-    }
-
-    pub fn pending(&self) -> usize {
-        self.pending.load(Ordering::Relaxed)
-    }
-
-    pub fn send(&self, bytes: Vec<u8>, expect: Vec<Expect>) -> oneshot::Receiver<BatchResult> {
-        let (done, rx) = oneshot::channel();
-        self.pending.fetch_add(1, Ordering::Relaxed);
-        if let Err(e) = self.tx.send(Batch { bytes, expect, done }) {
-            let _ = e.0.done.send(Err(BankError::Io(self.addr.clone(), "connection closed".into())));
-        }
-        rx
+    pub fn start(addr: String, client: Arc<dyn RpcClient>) -> Conn {
+        Conn::start(addr, "rdma", |rx, s| {
+            vec![tokio::spawn(run(s.addr, client, rx, s.alive, s.pending)).abort_handle()]
+        })
     }
 }
 

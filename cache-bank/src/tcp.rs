@@ -7,45 +7,34 @@
 //! applied in the order it was sent, which is what lets the storage server
 //! reason about "disk op, then cache op" per file (see server-translator).
 
-use crate::conn::{Batch, BatchResult};
+use crate::conn::{Batch, BatchResult, Conn, Shared};
 use crate::error::BankError;
 use crate::reply::{BatchParser, Expect};
 use bytes::BytesMut;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
 
-/// Handle to a live connection; dropping the last one closes it.
-pub struct TcpConn {
-    addr: String,
-    tx: mpsc::UnboundedSender<Batch>,
-    alive: Arc<AtomicBool>,
-    pending: Arc<AtomicUsize>,
-    tasks: [tokio::task::AbortHandle; 2],
-}
-
-impl Drop for TcpConn {
-    fn drop(&mut self) {
-        for t in &self.tasks {
-            t.abort();
-        }
-    }
-}
+/// TCP's tasks for a [`Conn`]: a writer and a reader.
+pub struct TcpConn;
 
 impl TcpConn {
     /// Wrap a connected stream. `SO_LINGER 0` makes every close a reset, so a
     /// node frozen with our bytes unread never applies them after we gave up.
-    pub fn start(addr: String, stream: TcpStream) -> TcpConn {
+    pub fn start(addr: String, stream: TcpStream) -> Conn {
+        Conn::start(addr, "tcp", |rx, shared| Self::spawn(stream, rx, shared))
+    }
+
+    fn spawn(stream: TcpStream, mut rx: mpsc::UnboundedReceiver<Batch>, shared: Shared) -> Vec<AbortHandle> {
+        let Shared { addr, alive, pending } = shared;
         let _ = stream.set_nodelay(true);
         #[allow(deprecated)] // linger 0 never blocks: it resets instead of draining
         let _ = stream.set_linger(Some(std::time::Duration::ZERO));
         let (rd, mut wr) = stream.into_split();
-        let (tx, mut rx) = mpsc::unbounded_channel::<Batch>();
         let (ptx, prx) = mpsc::unbounded_channel::<(Vec<Expect>, oneshot::Sender<BatchResult>)>();
-        let alive = Arc::new(AtomicBool::new(true));
         let a1 = alive.clone();
         let name = addr.clone();
         let writer = tokio::spawn(async move {
@@ -70,7 +59,6 @@ impl TcpConn {
             }
         });
         let a2 = alive.clone();
-        let pending = Arc::new(AtomicUsize::new(0));
         let p2 = pending.clone();
         let name = addr.clone();
         let reader = tokio::spawn(async move {
@@ -94,26 +82,7 @@ impl TcpConn {
                 }
             }
         });
-        TcpConn { addr, tx, alive, pending, tasks: [writer.abort_handle(), reader.abort_handle()] }
-    }
-
-    pub fn is_alive(&self) -> bool {
-        self.alive.load(Ordering::Acquire) && !self.tx.is_closed()
-    }
-
-    /// Batches sent and not yet answered.
-    pub fn pending(&self) -> usize {
-        self.pending.load(Ordering::Relaxed)
-    }
-
-    /// Queue a batch; its place in the node's order is fixed when this returns.
-    pub fn send(&self, bytes: Vec<u8>, expect: Vec<Expect>) -> oneshot::Receiver<BatchResult> {
-        let (done, rx) = oneshot::channel();
-        self.pending.fetch_add(1, Ordering::Relaxed);
-        if let Err(e) = self.tx.send(Batch { bytes, expect, done }) {
-            let _ = e.0.done.send(Err(BankError::Io(self.addr.clone(), "connection closed".into())));
-        }
-        rx
+        vec![writer.abort_handle(), reader.abort_handle()]
     }
 }
 

@@ -34,12 +34,13 @@ fn relax_timeout(c: &Cluster) {
     std::thread::sleep(Duration::from_millis(1500)); // one lease: other gateways too
 }
 
+/// `metric{label}` summed over every storage server.
+fn storage_sum(c: &Cluster, metric: &str, label: &str) -> f64 {
+    c.storage.iter().filter_map(|d| d.metrics_url()).map(|u| http::sum(&common::http_get(&u), metric, &[label])).sum()
+}
+
 fn storage_ops(c: &Cluster, op: &str) -> f64 {
-    c.storage
-        .iter()
-        .filter_map(|d| d.metrics_url())
-        .map(|u| http::sum(&common::http_get(&u), "imca_storage_ops_total", &[&format!("op=\"{op}\"")]))
-        .sum()
+    storage_sum(c, "imca_storage_ops_total", &format!("op=\"{op}\""))
 }
 
 fn gateway_hits(c: &Cluster, op: &str) -> f64 {
@@ -287,19 +288,9 @@ fn frozen_past_the_deadline(cache: Cache, seed: u64) {
             freeze_for(c, 1, 6000);
         }
     });
-    let fenced: f64 = c
-        .storage
-        .iter()
-        .filter_map(|d| d.metrics_url())
-        .map(|u| http::sum(&common::http_get(&u), "imca_storage_cache_ops_total", &["result=\"fenced\""]))
-        .sum();
+    let fenced = storage_sum(&c, "imca_storage_cache_ops_total", "result=\"fenced\"");
     assert!(fenced > 0.0, "no mutation waited for a fence");
-    let errors: f64 = c
-        .storage
-        .iter()
-        .filter_map(|d| d.metrics_url())
-        .map(|u| http::sum(&common::http_get(&u), "imca_storage_cache_ops_total", &["result=\"error\""]))
-        .sum();
+    let errors = storage_sum(&c, "imca_storage_cache_ops_total", "result=\"error\"");
     assert_eq!(errors, 0.0, "a mutation was answered EIO");
     // thawed 6 s after the freeze: readmitted after its probation
     let until = std::time::Instant::now() + Duration::from_secs(30);
