@@ -4,7 +4,7 @@
 //! replies to expect) and get its replies back. Order is the point, on
 //! either transport: everything one process sends to one node is applied in
 //! the order it was sent, which is what lets the storage server reason about
-//! "disk op, then cache op" per file (see server-translator). TCP keeps it
+//! "disk op, then cache op" per file (see smcache). TCP keeps it
 //! by writing batches to one stream in queue order; RDMA by keeping at most
 //! one message in flight per connection (see `rdma.rs`).
 

@@ -5,7 +5,7 @@
 //! is queued into one `write`), and a reader task parses replies in the same
 //! order. Order is the point: everything one process sends to one node is
 //! applied in the order it was sent, which is what lets the storage server
-//! reason about "disk op, then cache op" per file (see server-translator).
+//! reason about "disk op, then cache op" per file (see smcache).
 
 use crate::conn::{Batch, BatchResult, Conn, Shared};
 use crate::error::BankError;

@@ -1,8 +1,8 @@
 //! # cache-node — `imca cache-node`, a memcached-compatible cache daemon
 //!
-//! One member of the cache bank. Gateways (client-translator) read stat,
+//! One member of the cache bank. Gateways (CMCache) read stat,
 //! directory-entry and block keys from it; storage servers
-//! (server-translator) write them. Ordinary memcached clients and tools work
+//! (SMCache) write them. Ordinary memcached clients and tools work
 //! against it unchanged.
 //!
 //! ```text

@@ -1,11 +1,11 @@
 //! The client graph, built in one fixed order (like a GlusterFS volfile):
 //!
 //! ```text
-//!  FUSE → io-stats → [client-translator slot: CMCache] → stripe → protocol-client × S
+//!  FUSE → io-stats → [slot: CMCache] → stripe → protocol-client × S
 //! ```
 
-use crate::iostats::IoStats;
-use crate::stripe::{Stripe, StripeError};
+use io_stats::IoStats;
+use stripe::{Stripe, StripeError};
 use std::sync::Arc;
 use xlator::Next;
 
@@ -17,7 +17,7 @@ pub struct GraphConfig {
     pub cache_nodes: Vec<String>,
     /// the volume's cache config under the gateway's lease (admin::lease);
     /// None: no CMCache in the graph
-    pub volume_config: Option<tokio::sync::watch::Receiver<client_translator::HeldConfig>>,
+    pub volume_config: Option<tokio::sync::watch::Receiver<cmcache::HeldConfig>>,
 }
 
 /// The built graph, with handles to the parts others need (admin API, tests).
@@ -46,18 +46,18 @@ impl Graph {
 pub fn build(leaves: Vec<Next>, cfg: &GraphConfig) -> Result<Graph, StripeError> {
     let stripe = Arc::new(Stripe::new(leaves.clone(), cfg.stripe_unit)?);
     let below_stripe: Next = stripe.clone();
-    let cached = client_translator(below_stripe, cfg);
+    let cached = cmcache(below_stripe, cfg);
     let top: Next = Arc::new(IoStats::new(cached));
     Ok(Graph { top, stripe, leaves })
 }
 
 // ─── CLIENT-TRANSLATOR SLOT ─────────────────────────────────────────────────
-// CMCache (crate client-translator) goes here: wrap `below` and return the
+// CMCache (crate cmcache) goes here: wrap `below` and return the
 // wrapper. Everything it needs is in `cfg` (cache nodes) and can be added to
 // `GraphConfig`; the volume's live CacheConfig comes from the storage servers.
-fn client_translator(below: Next, cfg: &GraphConfig) -> Next {
+fn cmcache(below: Next, cfg: &GraphConfig) -> Next {
     match &cfg.volume_config {
-        Some(rx) => Arc::new(client_translator::CmCache::new(below, rx.clone()).with_stripe_unit(cfg.stripe_unit)),
+        Some(rx) => Arc::new(cmcache::CmCache::new(below, rx.clone()).with_stripe_unit(cfg.stripe_unit)),
         None => below,
     }
 }

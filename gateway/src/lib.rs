@@ -20,12 +20,11 @@
 pub mod admin;
 pub mod fuse;
 pub mod graph;
-pub mod iostats;
 pub mod metrics;
 pub mod mount;
 mod ready;
 mod storage;
-pub mod stripe;
+pub use stripe;
 
 pub use ready::write_ready_file;
 

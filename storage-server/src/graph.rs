@@ -1,11 +1,10 @@
 //! The server translator graph, in its fixed order (like a GlusterFS volfile):
 //!
 //! ```text
-//!  protocol-server -> [server-translator slot: SMCache] -> posix
+//!  protocol-server -> [slot: SMCache] -> posix
 //! ```
 
-use crate::posix;
-use crate::volume::Volume;
+use volume::Volume;
 use std::path::Path;
 use std::sync::Arc;
 use xlator::Translator;
@@ -15,13 +14,13 @@ pub struct SlotContext {
     /// the volume config (subscribe for changes: node pool, block size, epoch)
     pub volume: Arc<Volume>,
     /// SMCache's options (`imca storage --cache-deadline-ms`, `--threaded-cache-updates`)
-    pub smcache: server_translator::SmOptions,
+    pub smcache: smcache::SmOptions,
 }
 
 /// THE SLOT: the translators between protocol-server and posix: SMCache,
 /// which follows the volume config (no cache nodes = it passes through).
-pub async fn server_translators(below: Arc<dyn Translator>, ctx: &SlotContext) -> anyhow::Result<Arc<dyn Translator>> {
-    let sm = server_translator::SmCache::new(below, ctx.volume.subscribe(), ctx.volume.fences.clone(), ctx.smcache.clone());
+pub async fn smcaches(below: Arc<dyn Translator>, ctx: &SlotContext) -> anyhow::Result<Arc<dyn Translator>> {
+    let sm = smcache::SmCache::new(below, ctx.volume.subscribe(), ctx.volume.fences.clone(), ctx.smcache.clone());
     Ok(Arc::new(sm))
 }
 
@@ -35,7 +34,7 @@ pub fn posix(export: &Path, fd_cache: usize) -> anyhow::Result<Arc<dyn Translato
 pub async fn build(
     posix: Arc<dyn Translator>,
     volume: Arc<Volume>,
-    smcache: server_translator::SmOptions,
+    smcache: smcache::SmOptions,
 ) -> anyhow::Result<Arc<dyn Translator>> {
-    server_translators(posix, &SlotContext { volume, smcache }).await
+    smcaches(posix, &SlotContext { volume, smcache }).await
 }

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //!  gateway protocol-client ══ TCP (transport::tcp) ══> protocol-server   (decode, metrics, epoch stamp)
-//!                                                      -> [slot: SMCache] (graph::server_translators)
+//!                                                      -> [slot: SMCache] (graph::smcaches)
 //!                                                      -> posix            (export dir, fd cache)
 //! ```
 //!
@@ -21,9 +21,6 @@
 
 pub mod graph;
 pub mod metrics;
-pub mod posix;
-pub mod protocol_server;
-pub mod volume;
 
 use anyhow::Context;
 use std::net::SocketAddr;
@@ -32,8 +29,9 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-pub use graph::{server_translators, SlotContext};
+pub use graph::{smcaches, SlotContext};
 pub use volume::Volume;
+pub use posix;
 
 /// Command-line arguments of `imca storage`.
 #[derive(clap::Args, Debug, Clone)]
@@ -77,7 +75,7 @@ pub struct Args {
     /// changes before asking the gateways to fence the node (a hung node
     /// then costs this much extra on a write, never an error).
     #[arg(long, value_name = "MS", env = "IMCA_SMCACHE_DEADLINE_MS",
-          default_value_t = server_translator::DEFAULT_DEADLINE.as_millis() as u64)]
+          default_value_t = smcache::DEFAULT_DEADLINE.as_millis() as u64)]
     pub cache_deadline_ms: u64,
     /// The dissertation's "threaded" mode: a write deletes the blocks it
     /// covers before replying and repopulates them afterwards, off the reply path.
@@ -100,7 +98,7 @@ impl Args {
             max_connections: 1024,
             io_threads: 64,
             transport: Default::default(),
-            cache_deadline_ms: server_translator::DEFAULT_DEADLINE.as_millis() as u64,
+            cache_deadline_ms: smcache::DEFAULT_DEADLINE.as_millis() as u64,
             threaded_cache_updates: false,
         }
     }
@@ -168,12 +166,12 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
         cache_bank::set_default_rdma(true);
     }
     let metrics = metrics::Metrics::new();
-    let smcache = server_translator::SmOptions {
+    let smcache = smcache::SmOptions {
         threaded: args.threaded_cache_updates,
         deadline: std::time::Duration::from_millis(args.cache_deadline_ms.max(1)),
     };
     let top = graph::build(posix_xl.clone(), volume.clone(), smcache).await?;
-    let service = Arc::new(protocol_server::ProtocolServer::new(top, volume.clone(), metrics.clone()));
+    let service = Arc::new(protocol_server::ProtocolServer::new(top, volume.clone(), &metrics.registry));
 
     let listener =
         tokio::net::TcpListener::bind(&args.listen).await.with_context(|| format!("binding {}", args.listen))?;

@@ -1,16 +1,12 @@
 //! The storage server's Prometheus metrics, and the `/metrics` endpoint.
 
-use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
+use prometheus::{IntGauge, Registry, TextEncoder};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 pub struct Metrics {
+    /// this server's registry; protocol-server registers its per-op metrics here
     pub registry: Registry,
-    /// `imca_storage_ops_total{op,result}` (result: ok | error)
-    pub ops: IntCounterVec,
-    /// `imca_storage_op_duration_seconds{op}`
-    pub duration: HistogramVec,
     /// `imca_storage_open_fds`: data fds held by the posix fd cache
     pub open_fds: IntGauge,
 }
@@ -18,27 +14,9 @@ pub struct Metrics {
 impl Metrics {
     pub fn new() -> Arc<Metrics> {
         let registry = Registry::new();
-        let ops = IntCounterVec::new(
-            Opts::new("imca_storage_ops_total", "Storage RPC operations served, by op and result"),
-            &["op", "result"],
-        )
-        .unwrap();
-        let duration = HistogramVec::new(
-            HistogramOpts::new("imca_storage_op_duration_seconds", "Time to serve a storage RPC operation")
-                .buckets(prometheus::exponential_buckets(10e-6, 2.0, 20).unwrap()),
-            &["op"],
-        )
-        .unwrap();
         let open_fds = IntGauge::new("imca_storage_open_fds", "Data file descriptors held by the fd cache").unwrap();
-        registry.register(Box::new(ops.clone())).unwrap();
-        registry.register(Box::new(duration.clone())).unwrap();
         registry.register(Box::new(open_fds.clone())).unwrap();
-        Arc::new(Metrics { registry, ops, duration, open_fds })
-    }
-
-    pub fn observe(&self, op: &str, ok: bool, took: Duration) {
-        self.ops.with_label_values(&[op, if ok { "ok" } else { "error" }]).inc();
-        self.duration.with_label_values(&[op]).observe(took.as_secs_f64());
+        Arc::new(Metrics { registry, open_fds })
     }
 
     /// This server's metrics plus the process-wide default registry, where

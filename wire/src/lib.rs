@@ -46,9 +46,7 @@ pub enum WireError {
     BadLength(u64),
 }
 
-/// Largest xattr value (Linux's XATTR_SIZE_MAX): the reply bulk a getxattr
-/// caller must accept.
-pub const XATTR_SIZE_MAX: usize = 64 * 1024;
+pub use xlator::XATTR_SIZE_MAX;
 
 #[cfg(test)]
 mod tests;

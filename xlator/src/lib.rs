@@ -27,3 +27,7 @@ pub mod volume;
 pub use error::{FsError, FsResult};
 pub use translator::{Next, Removed, Renamed, Translator};
 pub use types::*;
+
+/// Largest xattr value (Linux's XATTR_SIZE_MAX): the reply bulk a getxattr
+/// caller must accept.
+pub const XATTR_SIZE_MAX: usize = 64 * 1024;

@@ -6,8 +6,8 @@
 //! ```
 
 use super::bank::{BankNode, NodeKind};
-use client_translator::CmCache;
-use server_translator::{SmCache, SmOptions};
+use cmcache::CmCache;
+use smcache::{SmCache, SmOptions};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;

@@ -1,7 +1,7 @@
 //! stripe — one volume out of S storage servers.
 //!
 //! ```text
-//!  (above: client-translator or io-stats)
+//!  (above: cmcache or io-stats)
 //!        │
 //!     stripe ──┬── protocol-client → server 0   (unit 0, S, 2S, … ; the namespace "lock")
 //!              ├── protocol-client → server 1   (unit 1, S+1, …)

@@ -172,7 +172,7 @@ impl Posix {
             return Err(err(libc::ENODATA));
         }
         let o = self.resolve(loc)?;
-        let mut buf = vec![0u8; wire::XATTR_SIZE_MAX];
+        let mut buf = vec![0u8; xlator::XATTR_SIZE_MAX];
         let n = sys::getxattr(raw(&o.fd), name, &mut buf)?;
         buf.truncate(n);
         Ok(Bytes::from(buf))
@@ -180,7 +180,7 @@ impl Posix {
 
     pub fn listxattr(&self, loc: &Loc) -> io::Result<Vec<String>> {
         let o = self.resolve(loc)?;
-        let mut buf = vec![0u8; wire::XATTR_SIZE_MAX];
+        let mut buf = vec![0u8; xlator::XATTR_SIZE_MAX];
         let n = sys::listxattr(raw(&o.fd), &mut buf)?;
         Ok(buf[..n]
             .split(|&b| b == 0)

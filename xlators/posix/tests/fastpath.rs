@@ -2,16 +2,14 @@
 //! thread) must give exactly what the blocking path gives, and fall back
 //! when the kernel cannot answer from memory.
 
-mod common;
 use bytes::Bytes;
-use common::*;
 use std::os::fd::AsRawFd;
 use xlator::*;
 
 #[tokio::test]
 async fn fast_and_slow_paths_agree() {
     let dir = tempfile::tempdir().unwrap();
-    let p = storage_server::posix::posix(dir.path(), 64).unwrap();
+    let p = posix::posix(dir.path(), 64).unwrap();
     let x: &dyn Translator = &*p;
     let f = nf("f");
     x.create(&root(), &f, 0).await.unwrap();
@@ -53,4 +51,26 @@ async fn fast_and_slow_paths_agree() {
     let other = x.getattr(&path("f")).await.unwrap();
     assert_ne!(other.fid, f.fid);
     assert_eq!(x.lookup(&root(), ".imca").await.unwrap_err(), FsError::ENOENT);
+}
+
+fn nf(name: &str) -> NewFile {
+    NewFile { name: name.into(), fid: FileId::from_random(rand_id()), perm: 0o644, owner: Owner { uid: 0, gid: 0 }, exclusive: true }
+}
+
+fn rand_id() -> u128 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    ((std::process::id() as u128) << 64) | NEXT.fetch_add(1, Ordering::Relaxed) as u128
+}
+
+fn root() -> Loc {
+    Loc::root()
+}
+
+fn at(path: &str, fid: FileId) -> Loc {
+    Loc::new(path, Some(fid))
+}
+
+fn path(p: &str) -> Loc {
+    Loc::new(p, None)
 }

@@ -388,7 +388,7 @@ impl Posix {
     pub(crate) fn root_user(&self) -> bool {
         self.root_user
     }
-    pub(crate) fn meta_path(&self) -> PathBuf {
+    pub fn meta_path(&self) -> PathBuf {
         self.export.join(META_DIR)
     }
 }

@@ -1,11 +1,13 @@
-//! io-stats — the top of the client graph (GlusterFS's `debug/io-stats`):
+//! # io-stats — the top of the client graph (GlusterFS's `debug/io-stats`):
 //! counts every operation by result and times it, then passes it on.
 
-use crate::metrics::METRICS;
+use metrics::METRICS;
 use async_trait::async_trait;
 use std::future::Future;
 use std::time::Instant;
 use xlator::*;
+
+mod metrics;
 
 pub struct IoStats {
     next: Next,

@@ -1,8 +1,20 @@
-//! protocol-server: the top of the server graph. Decodes a request, calls
-//! the translator below, encodes the reply stamped with the volume epoch.
+//! # protocol-server — the top of a storage server's graph
+//!
+//! ```text
+//!  transport (TCP/RDMA) ──Message──> protocol-server ──> [SMCache] ──> posix
+//!                      <──Message───  (reply stamped with the volume epoch)
+//! ```
+//!
+//! Decodes a storage RPC request, calls the translator below, encodes the
+//! reply stamped with the volume's current epoch (so gateways notice a config
+//! change on any reply). The volume-config messages are answered from the
+//! server's [`Volume`] authority. Counts and times every request in
+//! `imca_storage_ops_total` / `imca_storage_op_duration_seconds`.
 
-use crate::metrics::Metrics;
-use crate::volume::Volume;
+mod metrics;
+
+use metrics::Metrics;
+use volume::Volume;
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Instant;
@@ -13,12 +25,13 @@ use xlator::{FsError, FsResult, Translator};
 pub struct ProtocolServer {
     top: Arc<dyn Translator>,
     volume: Arc<Volume>,
-    metrics: Arc<Metrics>,
+    metrics: Metrics,
 }
 
 impl ProtocolServer {
-    pub fn new(top: Arc<dyn Translator>, volume: Arc<Volume>, metrics: Arc<Metrics>) -> ProtocolServer {
-        ProtocolServer { top, volume, metrics }
+    /// Serve `top`; request metrics are registered in `registry`.
+    pub fn new(top: Arc<dyn Translator>, volume: Arc<Volume>, registry: &prometheus::Registry) -> ProtocolServer {
+        ProtocolServer { top, volume, metrics: Metrics::register(registry) }
     }
 
     async fn dispatch(&self, req: Request) -> FsResult<Reply> {

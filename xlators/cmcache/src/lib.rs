@@ -1,4 +1,4 @@
-//! # client-translator — CMCache, the gateway's half of IMCa
+//! # cmcache — CMCache, the gateway's half of IMCa
 //!
 //! ```text
 //!  FUSE -> io-stats -> CMCache -> stripe -> protocol-client × S

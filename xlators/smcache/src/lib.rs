@@ -1,4 +1,4 @@
-//! # server-translator — SMCache, the storage server's half of IMCa
+//! # smcache — SMCache, the storage server's half of IMCa
 //!
 //! ```text
 //!  protocol-server -> SMCache -> posix
@@ -23,7 +23,7 @@
 //!   computed before a write is always applied before that write's update.
 //! - **Stat and directory entries** are merged over all servers, so no
 //!   server can compute them: the gateway populates them (claim with a
-//!   placeholder, read storage, `cas`; see client-translator), and every
+//!   placeholder, read storage, `cas`; see cmcache), and every
 //!   server *deletes* the ones a mutation changed, after the disk operation
 //!   and before replying. A delete between a gateway's claim and its `cas`
 //!   breaks the claim, so a stat read before a mutation never lands after it.
