@@ -1,7 +1,7 @@
 //! Encoding primitives and the encodings of the shared xlator types.
 
 use crate::WireError;
-use bytes::{BufMut, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use xlator::volume::{CacheConfig, Placement};
 use xlator::*;
 
@@ -45,6 +45,31 @@ pub(crate) trait Enc {
 
 pub(crate) trait Dec: Sized {
     fn dec(r: &mut R) -> Res<Self>;
+}
+
+/// A request field: encoded in the head, except `Data`, which is the
+/// message's bulk (at most one per message, never copied).
+pub(crate) trait Field: Sized {
+    fn put(&self, w: &mut BytesMut, bulk: &mut Bytes);
+    fn take(r: &mut R, bulk: &Bytes) -> Res<Self>;
+}
+
+impl<T: Enc + Dec> Field for T {
+    fn put(&self, w: &mut BytesMut, _bulk: &mut Bytes) {
+        self.enc(w)
+    }
+    fn take(r: &mut R, _bulk: &Bytes) -> Res<Self> {
+        T::dec(r)
+    }
+}
+
+impl Field for Bytes {
+    fn put(&self, _w: &mut BytesMut, bulk: &mut Bytes) {
+        *bulk = self.clone();
+    }
+    fn take(_r: &mut R, bulk: &Bytes) -> Res<Self> {
+        Ok(bulk.clone())
+    }
 }
 
 macro_rules! int {

@@ -28,7 +28,7 @@ mod codec;
 mod reply;
 mod request;
 
-pub use reply::{decode_reply, encode_reply, Reply, ReplyMsg};
+pub use reply::{decode_reply, encode_reply, Reply, ReplyMsg, ReplyShape};
 pub use request::{Op, Request};
 
 /// Why a head could not be decoded.

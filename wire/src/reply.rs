@@ -124,3 +124,55 @@ pub fn decode_reply(msg: &Message) -> Result<ReplyMsg, WireError> {
     r.finish()?;
     Ok(ReplyMsg { epoch, result })
 }
+
+/// The reply shape of an operation's successful result: each result type of
+/// the op table travels as exactly one [`Reply`] variant.
+pub trait ReplyShape: Sized {
+    fn into_reply(self) -> Reply;
+    /// The result, or the reply back when it has another shape (only to be
+    /// logged, so its size does not matter).
+    #[allow(clippy::result_large_err)]
+    fn from_reply(r: Reply) -> Result<Self, Reply>;
+}
+
+macro_rules! shapes {
+    ($($t:ty => $variant:ident),* $(,)?) => {$(
+        impl ReplyShape for $t {
+            fn into_reply(self) -> Reply {
+                Reply::$variant(self)
+            }
+            #[allow(clippy::result_large_err)]
+            fn from_reply(r: Reply) -> Result<Self, Reply> {
+                match r {
+                    Reply::$variant(x) => Ok(x),
+                    other => Err(other),
+                }
+            }
+        }
+    )*};
+}
+
+shapes!(
+    Attr => Attr,
+    String => Target,
+    Removed => Removed,
+    Renamed => Renamed,
+    Data => Data,
+    WriteReply => Written,
+    Vec<DirEntry> => Entries,
+    StatFs => StatFs,
+    Vec<String> => Names,
+);
+
+impl ReplyShape for () {
+    fn into_reply(self) -> Reply {
+        Reply::Unit
+    }
+    #[allow(clippy::result_large_err)]
+    fn from_reply(r: Reply) -> Result<Self, Reply> {
+        match r {
+            Reply::Unit => Ok(()),
+            other => Err(other),
+        }
+    }
+}

@@ -216,11 +216,28 @@ fn known_layouts_and_errors() {
     let mut h = Request::Getattr { loc: Loc::root() }.encode().head.to_vec();
     h.push(0);
     assert_eq!(Request::decode(&Message::new(Bytes::from(h), Bytes::new())), Err(WireError::Trailing(1)));
-    for op in Op::ALL {
+    for op in Op::all() {
         assert!(!op.name().is_empty());
     }
 }
 
 fn libc_enoent() -> i32 {
     FsError::ENOENT.0
+}
+
+/// The opcodes come from the op table; a deployed peer depends on them, so
+/// they are spelled out here once more: moving one must fail this test.
+#[test]
+fn opcodes_never_move() {
+    let names = [
+        "lookup", "getattr", "setattr", "readlink", "mknod", "mkdir", "create", "symlink", "link", "unlink", "rmdir",
+        "rename", "open", "release", "read", "write", "flush", "fsync", "readdir", "statfs", "setxattr", "getxattr",
+        "listxattr", "removexattr",
+    ];
+    let table: Vec<(&str, u8)> = Fop::ALL.iter().map(|f| (f.name(), f.code())).collect();
+    let want: Vec<(&str, u8)> = names.iter().zip(1u8..).map(|(n, c)| (*n, c)).collect();
+    assert_eq!(table, want);
+    assert_eq!(Request::Write { loc: Loc::root(), offset: 0, data: Bytes::new() }.encode().head[0], 16);
+    assert_eq!(Request::GetVolumeConfig {}.encode().head[0], 64);
+    assert_eq!(Request::SetVolumeConfig { config: Default::default() }.encode().head[0], 65);
 }

@@ -19,12 +19,16 @@
 //!
 //! Nothing here does I/O; the crate is the contract between the others.
 
+mod around;
 mod error;
+pub mod fops;
 mod translator;
 pub mod types;
 pub mod volume;
 
 pub use error::{FsError, FsResult};
+pub use around::{Around, Wrap};
+pub use fops::{AsParam, Fop, ToWire};
 pub use translator::{Next, Removed, Renamed, Translator};
 pub use types::*;
 

@@ -4,7 +4,8 @@
 //! request is turned into a task on the tokio runtime that owns its reply and
 //! answers when the pipeline does, so one slow read never holds up others.
 
-use super::convert::{self, errno};
+use super::answer::{answer, finish, Answer};
+use super::convert;
 use super::dirs::{DirStreams, AFTER_DOT, AFTER_DOTDOT};
 use super::inodes::Inodes;
 use bytes::Bytes;
@@ -14,7 +15,7 @@ use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use xlator::{FileId, FsError, FsResult, Loc, NewFile, Next, Owner, SetAttr, TimeSet, XattrFlags};
+use xlator::{Attr, FileId, FsError, FsResult, Loc, NewFile, Next, Owner, SetAttr, TimeSet, XattrFlags};
 
 /// How much the kernel may cache.
 #[derive(Clone, Copy, Debug)]
@@ -62,8 +63,32 @@ impl GatewayFs {
         }
     }
 
-    fn spawn(&self, f: impl Future<Output = ()> + Send + 'static) {
-        self.rt.spawn(f);
+    /// Run `work` on the runtime; answer `reply` with `ok` or the errno.
+    fn answer<R: Answer, T: Send + 'static>(
+        &self,
+        reply: R,
+        work: impl Future<Output = FsResult<T>> + Send + 'static,
+        ok: impl FnOnce(R, T) + Send + 'static,
+    ) {
+        answer(&self.rt, reply, work, ok)
+    }
+
+    /// Answer a request that names an entry (lookup, create, mkdir, mknod,
+    /// symlink, link): `call` asks the pipeline with (parent, name, extra
+    /// arguments), then the inode table learns the name.
+    fn entry<A, F>(&self, reply: ReplyEntry, args: FsResult<(Loc, String, A)>, call: impl FnOnce(Next, Loc, String, A) -> F + Send + 'static)
+    where
+        A: Send + 'static,
+        F: Future<Output = FsResult<Attr>> + Send + 'static,
+    {
+        let (xl, inodes, ttl) = (self.xl.clone(), self.inodes.clone(), self.policy.entry_ttl);
+        let work = async move {
+            let (ploc, name, extra) = args?;
+            let attr = call(xl, ploc.clone(), name.clone(), extra).await?;
+            inodes.remember(&ploc, &name, attr.fid);
+            Ok(attr)
+        };
+        self.answer(reply, work, move |r, a| r.entry(&ttl, &convert::attr(&a), Generation(0)));
     }
 
     fn fopen_flags(&self) -> FopenFlags {
@@ -121,20 +146,8 @@ impl Filesystem for GatewayFs {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        let (xl, inodes, ttl) = (self.xl.clone(), self.inodes.clone(), self.policy.entry_ttl);
-        let args = parent_and_name(&inodes, parent, name).map(|(p, n)| (p, n.to_string()));
-        self.spawn(async move {
-            let r = async {
-                let (ploc, name) = args?;
-                let attr = xl.lookup(&ploc, &name).await?;
-                inodes.remember(&ploc, &name, attr.fid);
-                Ok::<_, FsError>(attr)
-            };
-            match r.await {
-                Ok(a) => reply.entry(&ttl, &convert::attr(&a), Generation(0)),
-                Err(e) => reply.error(errno(e)),
-            }
-        });
+        let args = parent_and_name(&self.inodes, parent, name).map(|(p, n)| (p, n.to_string(), ()));
+        self.entry(reply, args, |xl, p, n, ()| async move { xl.lookup(&p, &n).await });
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
@@ -142,14 +155,8 @@ impl Filesystem for GatewayFs {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        let (xl, ttl) = (self.xl.clone(), self.policy.attr_ttl);
-        let loc = self.inodes.loc(ino.0);
-        self.spawn(async move {
-            match async { xl.getattr(&loc?).await }.await {
-                Ok(a) => reply.attr(&ttl, &convert::attr(&a)),
-                Err(e) => reply.error(errno(e)),
-            }
-        });
+        let (xl, ttl, loc) = (self.xl.clone(), self.policy.attr_ttl, self.inodes.loc(ino.0));
+        self.answer(reply, async move { xl.getattr(&loc?).await }, move |r, a| r.attr(&ttl, &convert::attr(&a)));
     }
 
     fn setattr(
@@ -170,8 +177,7 @@ impl Filesystem for GatewayFs {
         _flags: Option<BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        let (xl, ttl) = (self.xl.clone(), self.policy.attr_ttl);
-        let loc = self.inodes.loc(ino.0);
+        let (xl, ttl, loc) = (self.xl.clone(), self.policy.attr_ttl, self.inodes.loc(ino.0));
         let set = SetAttr {
             perm: mode.map(|m| m & 0o7777),
             uid,
@@ -180,108 +186,53 @@ impl Filesystem for GatewayFs {
             atime: atime.map(time_set),
             mtime: mtime.map(time_set),
         };
-        self.spawn(async move {
-            match async { xl.setattr(&loc?, &set).await }.await {
-                Ok(a) => reply.attr(&ttl, &convert::attr(&a)),
-                Err(e) => reply.error(errno(e)),
-            }
-        });
+        self.answer(reply, async move { xl.setattr(&loc?, &set).await }, move |r, a| r.attr(&ttl, &convert::attr(&a)));
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        let xl = self.xl.clone();
-        let loc = self.inodes.loc(ino.0);
-        self.spawn(async move {
-            match async { xl.readlink(&loc?).await }.await {
-                Ok(t) => reply.data(t.as_bytes()),
-                Err(e) => reply.error(errno(e)),
-            }
-        });
+        let (xl, loc) = (self.xl.clone(), self.inodes.loc(ino.0));
+        self.answer(reply, async move { xl.readlink(&loc?).await }, |r, t| r.data(t.as_bytes()));
     }
 
     fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
-        let (xl, inodes, ttl) = (self.xl.clone(), self.inodes.clone(), self.policy.entry_ttl);
-        let args = parent_and_name(&inodes, parent, name).map(|(p, n)| (p, new_file(n, mode & !umask, owner(req), true)));
-        self.spawn(async move {
-            let r = async {
-                let (ploc, new) = args?;
-                // Regular files too: one round trip, nothing left open.
-                let attr = xl.mknod(&ploc, &new, mode, rdev).await?;
-                inodes.remember(&ploc, &new.name, attr.fid);
-                Ok::<_, FsError>(attr)
-            };
-            match r.await {
-                Ok(a) => reply.entry(&ttl, &convert::attr(&a), Generation(0)),
-                Err(e) => reply.error(errno(e)),
-            }
-        });
+        let args = parent_and_name(&self.inodes, parent, name)
+            .map(|(p, n)| (p, n.to_string(), new_file(n, mode & !umask, owner(req), true)));
+        // Regular files too: one round trip, nothing left open.
+        self.entry(reply, args, move |xl, p, _, new| async move { xl.mknod(&p, &new, mode, rdev).await });
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
-        let (xl, inodes, ttl) = (self.xl.clone(), self.inodes.clone(), self.policy.entry_ttl);
-        let args = parent_and_name(&inodes, parent, name).map(|(p, n)| (p, new_file(n, mode & !umask, owner(req), true)));
-        self.spawn(async move {
-            let r = async {
-                let (ploc, new) = args?;
-                let attr = xl.mkdir(&ploc, &new).await?;
-                inodes.remember(&ploc, &new.name, attr.fid);
-                Ok::<_, FsError>(attr)
-            };
-            match r.await {
-                Ok(a) => reply.entry(&ttl, &convert::attr(&a), Generation(0)),
-                Err(e) => reply.error(errno(e)),
-            }
-        });
+        let args = parent_and_name(&self.inodes, parent, name)
+            .map(|(p, n)| (p, n.to_string(), new_file(n, mode & !umask, owner(req), true)));
+        self.entry(reply, args, |xl, p, _, new| async move { xl.mkdir(&p, &new).await });
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let xl = self.xl.clone();
         let args = parent_and_name(&self.inodes, parent, name).map(|(p, n)| (p, n.to_string()));
-        self.spawn(async move {
-            let r = async {
-                let (ploc, name) = args?;
-                xl.unlink(&ploc, &name).await
-            };
-            match r.await {
-                Ok(_) => reply.ok(),
-                Err(e) => reply.error(errno(e)),
-            }
-        });
+        let work = async move {
+            let (p, n) = args?;
+            xl.unlink(&p, &n).await
+        };
+        self.answer(reply, work, |r, _| r.ok());
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let xl = self.xl.clone();
         let args = parent_and_name(&self.inodes, parent, name).map(|(p, n)| (p, n.to_string()));
-        self.spawn(async move {
-            let r = async {
-                let (ploc, name) = args?;
-                xl.rmdir(&ploc, &name).await
-            };
-            match r.await {
-                Ok(_) => reply.ok(),
-                Err(e) => reply.error(errno(e)),
-            }
-        });
+        let work = async move {
+            let (p, n) = args?;
+            xl.rmdir(&p, &n).await
+        };
+        self.answer(reply, work, |r, _| r.ok());
     }
 
     fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
-        let (xl, inodes, ttl) = (self.xl.clone(), self.inodes.clone(), self.policy.entry_ttl);
-        let args = parent_and_name(&inodes, parent, link_name).and_then(|(p, n)| {
+        let args = parent_and_name(&self.inodes, parent, link_name).and_then(|(p, n)| {
             let target = target.to_str().ok_or(FsError::EILSEQ)?.to_string();
-            Ok((p, new_file(n, 0o777, owner(req), true), target))
+            Ok((p, n.to_string(), (new_file(n, 0o777, owner(req), true), target)))
         });
-        self.spawn(async move {
-            let r = async {
-                let (ploc, new, target) = args?;
-                let attr = xl.symlink(&ploc, &new, &target).await?;
-                inodes.remember(&ploc, &new.name, attr.fid);
-                Ok::<_, FsError>(attr)
-            };
-            match r.await {
-                Ok(a) => reply.entry(&ttl, &convert::attr(&a), Generation(0)),
-                Err(e) => reply.error(errno(e)),
-            }
-        });
+        self.entry(reply, args, |xl, p, _, (new, target)| async move { xl.symlink(&p, &new, &target).await });
     }
 
     fn rename(
@@ -307,54 +258,31 @@ impl Filesystem for GatewayFs {
             noreplace: flags.contains(RenameFlags::RENAME_NOREPLACE),
             exchange: flags.contains(RenameFlags::RENAME_EXCHANGE),
         };
-        self.spawn(async move {
-            let r = async {
-                let (p, n, np, nn) = args?;
-                xl.rename(&p, &n, &np, &nn, rflags).await?;
-                let (from, to) = (p.child(&n).path, np.child(&nn).path);
-                if rflags.exchange {
-                    inodes.exchanged(&from, &to);
-                } else {
-                    inodes.renamed(&from, &to);
-                }
-                Ok::<_, FsError>(())
-            };
-            match r.await {
-                Ok(()) => reply.ok(),
-                Err(e) => reply.error(errno(e)),
+        let work = async move {
+            let (p, n, np, nn) = args?;
+            xl.rename(&p, &n, &np, &nn, rflags).await?;
+            let (from, to) = (p.child(&n).path, np.child(&nn).path);
+            if rflags.exchange {
+                inodes.exchanged(&from, &to);
+            } else {
+                inodes.renamed(&from, &to);
             }
-        });
+            Ok(())
+        };
+        self.answer(reply, work, |r, ()| r.ok());
     }
 
     fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
-        let (xl, inodes, ttl) = (self.xl.clone(), self.inodes.clone(), self.policy.entry_ttl);
-        let args = inodes
+        let args = self
+            .inodes
             .loc(ino.0)
-            .and_then(|l| parent_and_name(&inodes, newparent, newname).map(|(p, n)| (l, p, n.to_string())));
-        self.spawn(async move {
-            let r = async {
-                let (loc, np, nn) = args?;
-                let attr = xl.link(&loc, &np, &nn).await?;
-                inodes.remember(&np, &nn, attr.fid);
-                Ok::<_, FsError>(attr)
-            };
-            match r.await {
-                Ok(a) => reply.entry(&ttl, &convert::attr(&a), Generation(0)),
-                Err(e) => reply.error(errno(e)),
-            }
-        });
+            .and_then(|l| parent_and_name(&self.inodes, newparent, newname).map(|(p, n)| (p, n.to_string(), l)));
+        self.entry(reply, args, |xl, np, nn, loc| async move { xl.link(&loc, &np, &nn).await });
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let xl = self.xl.clone();
-        let loc = self.inodes.loc(ino.0);
-        let fopen = self.fopen_flags();
-        self.spawn(async move {
-            match async { xl.open(&loc?, flags.0).await }.await {
-                Ok(()) => reply.opened(FileHandle(0), fopen),
-                Err(e) => reply.error(errno(e)),
-            }
-        });
+        let (xl, loc, fopen) = (self.xl.clone(), self.inodes.loc(ino.0), self.fopen_flags());
+        self.answer(reply, async move { xl.open(&loc?, flags.0).await }, move |r, ()| r.opened(FileHandle(0), fopen));
     }
 
     fn read(
@@ -368,14 +296,8 @@ impl Filesystem for GatewayFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let xl = self.xl.clone();
-        let loc = self.inodes.loc(ino.0);
-        self.spawn(async move {
-            match async { xl.read(&loc?, offset, size).await }.await {
-                Ok(d) => reply.data(&d),
-                Err(e) => reply.error(errno(e)),
-            }
-        });
+        let (xl, loc) = (self.xl.clone(), self.inodes.loc(ino.0));
+        self.answer(reply, async move { xl.read(&loc?, offset, size).await }, |r, d| r.data(&d));
     }
 
     fn write(
@@ -390,39 +312,27 @@ impl Filesystem for GatewayFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        let (xl, append) = (self.xl.clone(), self.append.clone());
-        let loc = self.inodes.loc(ino.0);
+        let (xl, append, loc) = (self.xl.clone(), self.append.clone(), self.inodes.loc(ino.0));
         // fuser reuses its receive buffer: this is the one copy of the payload.
         let data = Bytes::copy_from_slice(data);
         let is_append = flags.0 & libc::O_APPEND != 0;
-        self.spawn(async move {
-            let r = async {
-                let loc = loc?;
-                if is_append {
-                    // The kernel's idea of the end may be stale (another
-                    // gateway appended): the volume's merged size decides.
-                    let _guard = append.lock().await;
-                    let end = xl.getattr(&loc).await?.size;
-                    return xl.write(&loc, end, data).await;
-                }
-                xl.write(&loc, offset, data).await
-            };
-            match r.await {
-                Ok(w) => reply.written(w.written),
-                Err(e) => reply.error(errno(e)),
+        let work = async move {
+            let loc = loc?;
+            if is_append {
+                // The kernel's idea of the end may be stale (another
+                // gateway appended): the volume's merged size decides.
+                let _guard = append.lock().await;
+                let end = xl.getattr(&loc).await?.size;
+                return xl.write(&loc, end, data).await;
             }
-        });
+            xl.write(&loc, offset, data).await
+        };
+        self.answer(reply, work, |r, w| r.written(w.written));
     }
 
     fn flush(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
-        let xl = self.xl.clone();
-        let loc = self.inodes.loc(ino.0);
-        self.spawn(async move {
-            match async { xl.flush(&loc?).await }.await {
-                Ok(()) => reply.ok(),
-                Err(e) => reply.error(errno(e)),
-            }
-        });
+        let (xl, loc) = (self.xl.clone(), self.inodes.loc(ino.0));
+        self.answer(reply, async move { xl.flush(&loc?).await }, |r, ()| r.ok());
     }
 
     fn release(
@@ -435,39 +345,25 @@ impl Filesystem for GatewayFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        let xl = self.xl.clone();
-        let loc = self.inodes.loc(ino.0);
-        self.spawn(async move {
-            match async { xl.release(&loc?).await }.await {
-                Ok(()) => reply.ok(),
-                Err(e) => reply.error(errno(e)),
-            }
-        });
+        let (xl, loc) = (self.xl.clone(), self.inodes.loc(ino.0));
+        self.answer(reply, async move { xl.release(&loc?).await }, |r, ()| r.ok());
     }
 
     fn fsync(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, datasync: bool, reply: ReplyEmpty) {
-        let xl = self.xl.clone();
-        let loc = self.inodes.loc(ino.0);
-        self.spawn(async move {
-            match async { xl.fsync(&loc?, datasync).await }.await {
-                Ok(()) => reply.ok(),
-                Err(e) => reply.error(errno(e)),
-            }
-        });
+        let (xl, loc) = (self.xl.clone(), self.inodes.loc(ino.0));
+        self.answer(reply, async move { xl.fsync(&loc?, datasync).await }, |r, ()| r.ok());
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        match self.inodes.loc(ino.0) {
-            Ok(_) => reply.opened(FileHandle(self.dirs.open()), FopenFlags::empty()),
-            Err(e) => reply.error(errno(e)),
-        }
+        let opened = self.inodes.loc(ino.0).map(|_| self.dirs.open());
+        finish(reply, opened, |r, fh| r.opened(FileHandle(fh), FopenFlags::empty()));
     }
 
     fn readdir(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
-        let xl = self.xl.clone();
-        let loc = self.inodes.loc(ino.0);
-        let stream = self.dirs.get(fh.0);
-        self.spawn(async move {
+        let (xl, loc, stream) = (self.xl.clone(), self.inodes.loc(ino.0), self.dirs.get(fh.0));
+        // The reply is filled while the work runs, so it is answered here
+        // rather than through `answer`.
+        self.rt.spawn(async move {
             let r = async {
                 let loc = loc?;
                 let stream = stream.ok_or(FsError::EBADF)?;
@@ -498,10 +394,8 @@ impl Filesystem for GatewayFs {
                 }
                 Ok::<_, FsError>(())
             };
-            match r.await {
-                Ok(()) => reply.ok(),
-                Err(e) => reply.error(errno(e)),
-            }
+            let result = r.await;
+            finish(reply, result, |r, ()| r.ok());
         });
     }
 
@@ -515,13 +409,9 @@ impl Filesystem for GatewayFs {
     }
 
     fn statfs(&self, _req: &Request, ino: INodeNo, reply: ReplyStatfs) {
-        let xl = self.xl.clone();
-        let loc = self.inodes.loc(ino.0);
-        self.spawn(async move {
-            match async { xl.statfs(&loc?).await }.await {
-                Ok(s) => reply.statfs(s.blocks, s.bfree, s.bavail, s.files, s.ffree, s.bsize, s.namelen, s.frsize),
-                Err(e) => reply.error(errno(e)),
-            }
+        let (xl, loc) = (self.xl.clone(), self.inodes.loc(ino.0));
+        self.answer(reply, async move { xl.statfs(&loc?).await }, |r, s| {
+            r.statfs(s.blocks, s.bfree, s.bavail, s.files, s.ffree, s.bsize, s.namelen, s.frsize)
         });
     }
 
@@ -539,64 +429,43 @@ impl Filesystem for GatewayFs {
         let args = self.inodes.loc(ino.0).and_then(|l| Ok((l, name.to_str().ok_or(FsError::EILSEQ)?.to_string())));
         let value = value.to_vec();
         let xflags = XattrFlags { create: flags & libc::XATTR_CREATE != 0, replace: flags & libc::XATTR_REPLACE != 0 };
-        self.spawn(async move {
-            let r = async {
-                let (loc, name) = args?;
-                xl.setxattr(&loc, &name, &value, xflags).await
-            };
-            match r.await {
-                Ok(()) => reply.ok(),
-                Err(e) => reply.error(errno(e)),
-            }
-        });
+        let work = async move {
+            let (loc, name) = args?;
+            xl.setxattr(&loc, &name, &value, xflags).await
+        };
+        self.answer(reply, work, |r, ()| r.ok());
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
         let xl = self.xl.clone();
         let args = self.inodes.loc(ino.0).and_then(|l| Ok((l, name.to_str().ok_or(FsError::ENODATA)?.to_string())));
-        self.spawn(async move {
-            let r = async {
-                let (loc, name) = args?;
-                xl.getxattr(&loc, &name).await
-            };
-            match r.await {
-                Ok(v) => reply_xattr(reply, size, &v),
-                Err(e) => reply.error(errno(e)),
-            }
-        });
+        let work = async move {
+            let (loc, name) = args?;
+            xl.getxattr(&loc, &name).await
+        };
+        self.answer(reply, work, move |r, v| reply_xattr(r, size, &v));
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        let xl = self.xl.clone();
-        let loc = self.inodes.loc(ino.0);
-        self.spawn(async move {
-            match async { xl.listxattr(&loc?).await }.await {
-                Ok(names) => {
-                    let mut buf = Vec::new();
-                    for n in names {
-                        buf.extend_from_slice(n.as_bytes());
-                        buf.push(0);
-                    }
-                    reply_xattr(reply, size, &buf)
-                }
-                Err(e) => reply.error(errno(e)),
+        let (xl, loc) = (self.xl.clone(), self.inodes.loc(ino.0));
+        self.answer(reply, async move { xl.listxattr(&loc?).await }, move |r, names| {
+            let mut buf = Vec::new();
+            for n in names {
+                buf.extend_from_slice(n.as_bytes());
+                buf.push(0);
             }
+            reply_xattr(r, size, &buf)
         });
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let xl = self.xl.clone();
         let args = self.inodes.loc(ino.0).and_then(|l| Ok((l, name.to_str().ok_or(FsError::ENODATA)?.to_string())));
-        self.spawn(async move {
-            let r = async {
-                let (loc, name) = args?;
-                xl.removexattr(&loc, &name).await
-            };
-            match r.await {
-                Ok(()) => reply.ok(),
-                Err(e) => reply.error(errno(e)),
-            }
-        });
+        let work = async move {
+            let (loc, name) = args?;
+            xl.removexattr(&loc, &name).await
+        };
+        self.answer(reply, work, |r, ()| r.ok());
     }
 
     fn access(&self, _req: &Request, _ino: INodeNo, _mask: AccessFlags, reply: ReplyEmpty) {
@@ -605,22 +474,16 @@ impl Filesystem for GatewayFs {
     }
 
     fn create(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, flags: i32, reply: ReplyCreate) {
-        let (xl, inodes, ttl) = (self.xl.clone(), self.inodes.clone(), self.policy.entry_ttl);
-        let fopen = self.fopen_flags();
+        let (xl, inodes, ttl, fopen) = (self.xl.clone(), self.inodes.clone(), self.policy.entry_ttl, self.fopen_flags());
         let args = parent_and_name(&inodes, parent, name)
             .map(|(p, n)| (p, new_file(n, mode & !umask, owner(req), flags & libc::O_EXCL != 0)));
-        self.spawn(async move {
-            let r = async {
-                let (ploc, new) = args?;
-                let attr = xl.create(&ploc, &new, flags).await?;
-                inodes.remember(&ploc, &new.name, attr.fid);
-                Ok::<_, FsError>(attr)
-            };
-            match r.await {
-                Ok(a) => reply.created(&ttl, &convert::attr(&a), Generation(0), FileHandle(0), fopen),
-                Err(e) => reply.error(errno(e)),
-            }
-        });
+        let work = async move {
+            let (ploc, new) = args?;
+            let attr = xl.create(&ploc, &new, flags).await?;
+            inodes.remember(&ploc, &new.name, attr.fid);
+            Ok(attr)
+        };
+        self.answer(reply, work, move |r, a| r.created(&ttl, &convert::attr(&a), Generation(0), FileHandle(0), fopen));
     }
 }
 

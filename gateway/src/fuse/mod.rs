@@ -1,5 +1,6 @@
 //! The FUSE side of the gateway: the kernel's requests become translator calls.
 
+mod answer;
 pub mod convert;
 pub mod dirs;
 pub mod fs;

@@ -14,13 +14,13 @@
 mod metrics;
 
 use metrics::Metrics;
-use volume::Volume;
+use ::volume::Volume;
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Instant;
 use transport::{Message, RpcService};
-use wire::{encode_reply, Reply, Request};
-use xlator::{FsError, FsResult, Translator};
+use wire::{encode_reply, Reply, ReplyShape, Request};
+use xlator::*;
 
 pub struct ProtocolServer {
     top: Arc<dyn Translator>,
@@ -35,59 +35,12 @@ impl ProtocolServer {
     }
 
     async fn dispatch(&self, req: Request) -> FsResult<Reply> {
-        let x = &*self.top;
-        use Reply as R;
-        use Request::*;
-        Ok(match req {
-            Lookup { parent, name } => R::Attr(x.lookup(&parent, &name).await?),
-            Getattr { loc } => R::Attr(x.getattr(&loc).await?),
-            Setattr { loc, set } => R::Attr(x.setattr(&loc, &set).await?),
-            Readlink { loc } => R::Target(x.readlink(&loc).await?),
-            Mknod { parent, new, mode, rdev } => R::Attr(x.mknod(&parent, &new, mode, rdev).await?),
-            Mkdir { parent, new } => R::Attr(x.mkdir(&parent, &new).await?),
-            Create { parent, new, flags } => R::Attr(x.create(&parent, &new, flags).await?),
-            Symlink { parent, new, target } => R::Attr(x.symlink(&parent, &new, &target).await?),
-            Link { loc, newparent, newname } => R::Attr(x.link(&loc, &newparent, &newname).await?),
-            Unlink { parent, name } => R::Removed(x.unlink(&parent, &name).await?),
-            Rmdir { parent, name } => R::Removed(x.rmdir(&parent, &name).await?),
-            Rename { parent, name, newparent, newname, flags } => {
-                R::Renamed(x.rename(&parent, &name, &newparent, &newname, flags).await?)
-            }
-            Open { loc, flags } => {
-                x.open(&loc, flags).await?;
-                R::Unit
-            }
-            Release { loc } => {
-                x.release(&loc).await?;
-                R::Unit
-            }
-            Read { loc, offset, size } => R::Data(x.read(&loc, offset, size).await?),
-            Write { loc, offset, data } => R::Written(x.write(&loc, offset, data).await?),
-            Flush { loc } => {
-                x.flush(&loc).await?;
-                R::Unit
-            }
-            Fsync { loc, datasync } => {
-                x.fsync(&loc, datasync).await?;
-                R::Unit
-            }
-            Readdir { loc, cookie, max, plus } => R::Entries(x.readdir(&loc, cookie, max, plus).await?),
-            Statfs { loc } => R::StatFs(x.statfs(&loc).await?),
-            Setxattr { loc, name, flags, value } => {
-                x.setxattr(&loc, &name, &value, flags).await?;
-                R::Unit
-            }
-            Getxattr { loc, name } => R::Data(x.getxattr(&loc, &name).await?),
-            Listxattr { loc } => R::Names(x.listxattr(&loc).await?),
-            Removexattr { loc, name } => {
-                x.removexattr(&loc, &name).await?;
-                R::Unit
-            }
-            GetVolumeConfig {} => {
+        match req {
+            Request::GetVolumeConfig {} => {
                 let config = self.volume.current();
-                R::Config { accepted: false, fence: self.volume.fences.open(&config), config }
+                Ok(Reply::Config { accepted: false, fence: self.volume.fences.open(&config), config })
             }
-            SetVolumeConfig { config } => {
+            Request::SetVolumeConfig { config } => {
                 let epoch = config.epoch;
                 let (accepted, config) = self.volume.compare_and_set(config).map_err(|e| {
                     tracing::error!("persisting the volume config failed: {e}");
@@ -96,11 +49,26 @@ impl ProtocolServer {
                 if accepted {
                     tracing::info!(epoch, "volume config changed");
                 }
-                R::Config { accepted, fence: self.volume.fences.open(&config), config }
+                Ok(Reply::Config { accepted, fence: self.volume.fences.open(&config), config })
             }
-        })
+            file_op => call(&*self.top, file_op).await,
+        }
     }
 }
+
+macro_rules! call_translator {
+    ($( $(#[$doc:meta])* $v:ident $m:ident = $code:literal ($($a:ident : $p:ty as $w:ty),*) -> $r:ty; )*) => {
+        /// A file operation request as a call of the translator below.
+        async fn call(x: &dyn Translator, req: Request) -> FsResult<Reply> {
+            match req {
+                $( Request::$v { $($a),* } => x.$m($($a.as_param()),*).await.map(ReplyShape::into_reply), )*
+                Request::GetVolumeConfig {} | Request::SetVolumeConfig { .. } => Err(FsError::ENOSYS),
+            }
+        }
+    };
+}
+
+for_each_fop!(call_translator);
 
 #[async_trait]
 impl RpcService for ProtocolServer {

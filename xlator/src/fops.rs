@@ -1,0 +1,150 @@
+//! THE table of file operations — the one place an operation is declared.
+//!
+//! Like GlusterFS's `generator.py`, one table produces everything that used
+//! to be written by hand for every operation: the [`Translator`] trait's
+//! pass-through defaults, the [`Fop`] enum and its metric names, the
+//! [`Around`] wrapper (io-stats), and — through the same macro in the crates
+//! that own them — the storage RPC's requests (`wire`), the protocol-server's
+//! dispatch and the protocol-client translator. Adding an operation means
+//! adding one line here and implementing it where it does real work (posix,
+//! stripe, the FUSE layer); every pass-through layer follows by itself.
+//!
+//! Each line reads
+//!
+//! ```text
+//!  Variant method = opcode (arg: ParamType as WireType, …) -> Reply;
+//! ```
+//!
+//! `ParamType` is what the trait method takes, `WireType` what a request
+//! carries (owned; an argument of type `Data` travels as the message bulk,
+//! uncopied), `opcode` is the operation's number on the wire (never reuse
+//! one) and `Reply` the successful result. The table expands where
+//! `xlator::*` is in scope (every consumer imports it).
+//!
+//! [`Translator`]: crate::Translator
+
+/// Calls `$callback! { … }` with the table of file operations (see the module
+/// docs for the line format).
+#[macro_export]
+macro_rules! for_each_fop {
+    ($callback:ident) => {
+        $callback! {
+            /// Find `name` in directory `parent`.
+            Lookup lookup = 1 (parent: &Loc as Loc, name: &str as String) -> Attr;
+            Getattr getattr = 2 (loc: &Loc as Loc) -> Attr;
+            /// Change attributes; a `size` truncates or extends.
+            Setattr setattr = 3 (loc: &Loc as Loc, set: &SetAttr as SetAttr) -> Attr;
+            Readlink readlink = 4 (loc: &Loc as Loc) -> String;
+            /// `mode` carries the file-type bits (S_IFIFO, S_IFSOCK, S_IFCHR, S_IFBLK).
+            Mknod mknod = 5 (parent: &Loc as Loc, new: &NewFile as NewFile, mode: u32 as u32, rdev: u32 as u32) -> Attr;
+            Mkdir mkdir = 6 (parent: &Loc as Loc, new: &NewFile as NewFile) -> Attr;
+            /// Create a regular file (and open it: `flags` are the open(2) flags).
+            Create create = 7 (parent: &Loc as Loc, new: &NewFile as NewFile, flags: i32 as i32) -> Attr;
+            Symlink symlink = 8 (parent: &Loc as Loc, new: &NewFile as NewFile, target: &str as String) -> Attr;
+            Link link = 9 (loc: &Loc as Loc, newparent: &Loc as Loc, newname: &str as String) -> Attr;
+            Unlink unlink = 10 (parent: &Loc as Loc, name: &str as String) -> Removed;
+            Rmdir rmdir = 11 (parent: &Loc as Loc, name: &str as String) -> Removed;
+            Rename rename = 12 (parent: &Loc as Loc, name: &str as String, newparent: &Loc as Loc, newname: &str as String, flags: RenameFlags as RenameFlags) -> Renamed;
+            /// Opening is stateless end to end (servers keep a bounded fd cache
+            /// keyed by file id); this call checks existence and access mode.
+            Open open = 13 (loc: &Loc as Loc, flags: i32 as i32) -> ();
+            Release release = 14 (loc: &Loc as Loc) -> ();
+            /// Read up to `size` bytes at `offset`; short only at end of file.
+            Read read = 15 (loc: &Loc as Loc, offset: u64 as u64, size: u32 as u32) -> Data;
+            Write write = 16 (loc: &Loc as Loc, offset: u64 as u64, data: Data as Data) -> WriteReply;
+            Flush flush = 17 (loc: &Loc as Loc) -> ();
+            Fsync fsync = 18 (loc: &Loc as Loc, datasync: bool as bool) -> ();
+            /// List up to `max` entries after `cookie` (0 = from the start; each
+            /// entry carries the cookie that continues after it). `plus` fills
+            /// `attr`. "." and ".." are not included; the FUSE layer adds them.
+            Readdir readdir = 19 (loc: &Loc as Loc, cookie: u64 as u64, max: u32 as u32, plus: bool as bool) -> Vec<DirEntry>;
+            Statfs statfs = 20 (loc: &Loc as Loc) -> StatFs;
+            Setxattr setxattr = 21 (loc: &Loc as Loc, name: &str as String, value: &[u8] as Data, flags: XattrFlags as XattrFlags) -> ();
+            Getxattr getxattr = 22 (loc: &Loc as Loc, name: &str as String) -> Data;
+            Listxattr listxattr = 23 (loc: &Loc as Loc) -> Vec<String>;
+            Removexattr removexattr = 24 (loc: &Loc as Loc, name: &str as String) -> ();
+        }
+    };
+}
+
+/// Turn a trait argument into what a request carries (`&str` → `String`,
+/// `&[u8]` → `Data`, …): used by the code the table generates.
+pub trait ToWire<W> {
+    fn to_wire(self) -> W;
+}
+
+/// Lend a request's field to a trait method (`String` → `&str`, …): the
+/// other direction of [`ToWire`].
+pub trait AsParam<'a, P> {
+    fn as_param(&'a self) -> P;
+}
+
+macro_rules! by_ref {
+    ($($owned:ty => $param:ty),* $(,)?) => {$(
+        impl<'a> ToWire<$owned> for &'a $param {
+            fn to_wire(self) -> $owned {
+                self.to_owned().into()
+            }
+        }
+        impl<'a> AsParam<'a, &'a $param> for $owned {
+            fn as_param(&'a self) -> &'a $param {
+                self
+            }
+        }
+    )*};
+}
+
+macro_rules! by_value {
+    ($($t:ty),* $(,)?) => {$(
+        impl ToWire<$t> for $t {
+            fn to_wire(self) -> $t {
+                self
+            }
+        }
+        impl<'a> AsParam<'a, $t> for $t {
+            fn as_param(&'a self) -> $t {
+                self.clone()
+            }
+        }
+    )*};
+}
+
+use crate::types::*;
+
+by_ref!(Loc => Loc, NewFile => NewFile, SetAttr => SetAttr, String => str);
+by_value!(u32, i32, u64, bool, RenameFlags, XattrFlags, Data);
+
+impl ToWire<Data> for &[u8] {
+    fn to_wire(self) -> Data {
+        Data::copy_from_slice(self)
+    }
+}
+impl<'a> AsParam<'a, &'a [u8]> for Data {
+    fn as_param(&'a self) -> &'a [u8] {
+        self
+    }
+}
+
+macro_rules! fop_enum {
+    ($( $(#[$doc:meta])* $v:ident $m:ident = $code:literal ($($a:ident : $p:ty as $w:ty),*) -> $r:ty; )*) => {
+        /// A file operation, as named in metrics and logs.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Fop { $($v,)* }
+
+        impl Fop {
+            pub const ALL: &'static [Fop] = &[$(Fop::$v,)*];
+
+            /// Lower-case name: the `op` label of every per-operation metric.
+            pub fn name(self) -> &'static str {
+                match self { $(Fop::$v => stringify!($m),)* }
+            }
+
+            /// The operation's number on the wire.
+            pub fn code(self) -> u8 {
+                match self { $(Fop::$v => $code,)* }
+            }
+        }
+    };
+}
+
+for_each_fop!(fop_enum);
