@@ -1,6 +1,7 @@
 //! # wire — the storage RPC's codec
 //!
-//! Every [`xlator::Translator`] operation and its reply, encoded into a
+//! Every operation of the op table (`xlator::for_each_fop!`, which also gives
+//! each its opcode and field names) and its reply, encoded into a
 //! [`transport::Message`]: a compact binary `head` plus a `bulk` that carries
 //! write data (requests) or read data (replies) untouched, so a payload is
 //! never copied by the codec. Framing, request ids and the versioned
