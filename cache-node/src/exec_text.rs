@@ -1,5 +1,8 @@
-//! Executes text-protocol frames (meta commands go to `exec_meta`).
+//! Executes text-protocol frames (meta commands go to `exec_meta`). Replies
+//! are composed as `cache_proto::response` values, the type the bank's
+//! client half parses them back into.
 
+use cache_proto::response::{Response, Status};
 use cache_proto::text::{reply, Command, Frame, StoreOp, NON_NUMERIC, TOO_LARGE};
 
 use crate::config::VERSION;
@@ -60,41 +63,36 @@ impl Session {
                     if hit && out.len() - start > MAX_GET_REPLY {
                         // memcached's answer when it cannot hold a reply.
                         out.truncate(start);
-                        reply::line(out, "SERVER_ERROR out of memory writing get response");
+                        Response::ServerError(b"out of memory writing get response".as_slice()).encode(out);
                         return After::Continue;
                     }
                 }
-                reply::line(out, "END");
+                Status::End.encode(out);
             }
             Command::Store { op, key, flags, exptime, cas, noreply, .. } => {
                 let r = node.store(&mut self.cnt, op, key, flags, clock.realtime(exptime), data, cas);
                 if !noreply {
-                    reply::line(
-                        out,
-                        match r {
-                            StoreResult::Stored(_) => "STORED",
-                            StoreResult::NotStored => "NOT_STORED",
-                            StoreResult::Exists => "EXISTS",
-                            StoreResult::NotFound => "NOT_FOUND",
-                        },
-                    );
+                    match r {
+                        StoreResult::Stored(_) => Status::Stored,
+                        StoreResult::NotStored => Status::NotStored,
+                        StoreResult::Exists => Status::Exists,
+                        StoreResult::NotFound => Status::NotFound,
+                    }
+                    .encode(out);
                 }
             }
             Command::Delete { key, noreply } => {
                 let r = node.delete(&mut self.cnt, key, 0);
                 if !noreply {
-                    reply::line(out, if r == StoreResult::NotFound { "NOT_FOUND" } else { "DELETED" });
+                    (if r == StoreResult::NotFound { Status::NotFound } else { Status::Deleted }).encode(out);
                 }
             }
             Command::Arith { incr, key, delta, noreply } => {
                 let r = node.arith(&mut self.cnt, incr, key, delta, None, 0);
                 if !noreply {
                     match r {
-                        ArithResult::Value(v, _) => {
-                            reply::push_u64(out, v);
-                            out.extend_from_slice(b"\r\n");
-                        }
-                        ArithResult::NotFound | ArithResult::Exists => reply::line(out, "NOT_FOUND"),
+                        ArithResult::Value(v, _) => Response::<&[u8]>::Number(v).encode(out),
+                        ArithResult::NotFound | ArithResult::Exists => Status::NotFound.encode(out),
                         ArithResult::NonNumeric => reply::line(out, NON_NUMERIC),
                     }
                 }
@@ -102,27 +100,24 @@ impl Session {
             Command::Touch { key, exptime, noreply } => {
                 let hit = node.touch(&mut self.cnt, key, clock.realtime(exptime));
                 if !noreply {
-                    reply::line(out, if hit { "TOUCHED" } else { "NOT_FOUND" });
+                    (if hit { Status::Touched } else { Status::NotFound }).encode(out);
                 }
             }
             Command::FlushAll { delay, noreply } => {
                 node.flush_all(&mut self.cnt, delay);
                 if !noreply {
-                    reply::line(out, "OK");
+                    Status::Ok.encode(out);
                 }
             }
             Command::Stats { args } => crate::stats_reply::stats(node, &args, out),
-            Command::Version => {
-                out.extend_from_slice(b"VERSION ");
-                reply::line(out, VERSION);
-            }
+            Command::Version => Response::Version(VERSION.as_bytes()).encode(out),
             Command::Verbosity { noreply } => {
                 if !noreply {
-                    reply::line(out, "OK");
+                    Status::Ok.encode(out);
                 }
             }
             Command::Quit => return After::Close,
-            Command::Shutdown => reply::line(out, "ERROR: shutdown not enabled"),
+            Command::Shutdown => Response::Error(b"shutdown not enabled".as_slice()).encode(out),
             Command::Meta(m) => return self.exec_meta(m, data, out),
         }
         After::Continue

@@ -1,9 +1,11 @@
-//! # cache-proto — memcached's wire protocols, parse and compose, no I/O
+//! # cache-proto — memcached's wire protocols, both directions, no I/O
 //!
 //! ```text
-//!  client bytes ──> [cache-node session] ──parse──> text::Frame / binary::Request
-//!                         │                              │
-//!                         └──── compose replies <── store results
+//!  server half:  client bytes ──> [cache-node session] ──parse──> text::Frame / binary::Request
+//!                                        │                              │
+//!                                        └── Response::encode <── store results
+//!
+//!  client half:  cache-bank ──client::request──> bytes     bytes ──client::parse──> Response
 //! ```
 //!
 //! Three protocols share one TCP port; a connection's first byte decides
@@ -14,12 +16,19 @@
 //! borrow keys and values from the input, so parsing allocates nothing per
 //! value. Error replies are memcached 1.6's exact strings, produced here and
 //! only here.
+//!
+//! The [`client`] half composes the same [`text::Command`]s the server half
+//! parses, and parses the server's answers into a typed [`response::Response`]
+//! (`Done | Incomplete | Invalid(why)`), so a client never matches reply
+//! strings of its own.
 
 pub mod binary;
+pub mod client;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod meta;
 pub mod num;
+pub mod response;
 pub mod text;
 
 /// memcached's key length limit (`KEY_MAX_LENGTH`).

@@ -276,101 +276,27 @@ pub fn parse_line(line: &[u8]) -> Result<LineOutcome<'_>, Frame<'_>> {
     Ok(LineOutcome::Cmd(cmd))
 }
 
-impl Command<'_> {
-    /// Encodes the command line (with "\r\n"; a storage command's data block
-    /// is the caller's). Used by tests, fuzzing and clients.
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        let nr = |out: &mut Vec<u8>, noreply: bool| {
-            if noreply {
-                out.extend_from_slice(b" noreply");
-            }
-        };
-        match self {
-            Command::Get { keys, cas, touch } => {
-                out.extend_from_slice(match (touch.is_some(), cas) {
-                    (false, false) => b"get".as_slice(),
-                    (false, true) => b"gets",
-                    (true, false) => b"gat",
-                    (true, true) => b"gats",
-                });
-                if let Some(e) = touch {
-                    out.extend_from_slice(format!(" {e}").as_bytes());
-                }
-                for k in keys {
-                    out.push(b' ');
-                    out.extend_from_slice(k);
-                }
-            }
-            Command::Store { op, key, flags, exptime, len, cas, noreply } => {
-                out.extend_from_slice(op.name().as_bytes());
-                out.push(b' ');
-                out.extend_from_slice(key);
-                out.extend_from_slice(format!(" {flags} {exptime} {len}").as_bytes());
-                if *op == StoreOp::Cas {
-                    out.extend_from_slice(format!(" {cas}").as_bytes());
-                }
-                nr(out, *noreply);
-            }
-            Command::Delete { key, noreply } => {
-                out.extend_from_slice(b"delete ");
-                out.extend_from_slice(key);
-                nr(out, *noreply);
-            }
-            Command::Arith { incr, key, delta, noreply } => {
-                out.extend_from_slice(if *incr { b"incr " } else { b"decr " });
-                out.extend_from_slice(key);
-                out.extend_from_slice(format!(" {delta}").as_bytes());
-                nr(out, *noreply);
-            }
-            Command::Touch { key, exptime, noreply } => {
-                out.extend_from_slice(b"touch ");
-                out.extend_from_slice(key);
-                out.extend_from_slice(format!(" {exptime}").as_bytes());
-                nr(out, *noreply);
-            }
-            Command::FlushAll { delay, noreply } => {
-                out.extend_from_slice(format!("flush_all {delay}").as_bytes());
-                nr(out, *noreply);
-            }
-            Command::Stats { args } => {
-                out.extend_from_slice(b"stats");
-                for a in args {
-                    out.push(b' ');
-                    out.extend_from_slice(a);
-                }
-            }
-            Command::Version => out.extend_from_slice(b"version"),
-            Command::Verbosity { noreply } => {
-                out.extend_from_slice(b"verbosity 1");
-                nr(out, *noreply);
-            }
-            Command::Quit => out.extend_from_slice(b"quit"),
-            Command::Shutdown => out.extend_from_slice(b"shutdown"),
-            Command::Meta(m) => {
-                m.encode_line(out);
-                return;
-            }
-        }
-        out.extend_from_slice(b"\r\n");
-    }
-}
-
 /// Reply composition: the few line shapes the text protocol uses.
 pub mod reply {
     /// `VALUE <key> <flags> <bytes> [<cas>]\r\n<data>\r\n`
     pub fn value(out: &mut Vec<u8>, key: &[u8], flags: u32, data: &[u8], cas: Option<u64>) {
+        value_header(out, key, flags, data.len(), cas);
+        out.extend_from_slice(data);
+        out.extend_from_slice(b"\r\n");
+    }
+
+    /// `VALUE <key> <flags> <bytes> [<cas>]\r\n`
+    pub fn value_header(out: &mut Vec<u8>, key: &[u8], flags: u32, len: usize, cas: Option<u64>) {
         out.extend_from_slice(b"VALUE ");
         out.extend_from_slice(key);
         out.push(b' ');
         push_u64(out, u64::from(flags));
         out.push(b' ');
-        push_u64(out, data.len() as u64);
+        push_u64(out, len as u64);
         if let Some(c) = cas {
             out.push(b' ');
             push_u64(out, c);
         }
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(data);
         out.extend_from_slice(b"\r\n");
     }
 
