@@ -13,14 +13,14 @@ use crate::metrics;
 use crate::node::Node;
 use crate::placement::{CacheKey, Ring};
 use bytes::Bytes;
+use cache_proto::client;
+use cache_proto::response::{Response, Status};
+use cache_proto::text::{Command, StoreOp};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use xlator::volume::Placement;
-
-/// Longest `get` line we send: memcached reads a command line in 2 KiB steps.
-const MAX_GET_LINE: usize = 1900;
 
 #[derive(Clone, Debug)]
 pub struct BankOptions {
@@ -89,63 +89,36 @@ impl Update {
 
     fn encode(&self, out: &mut Vec<u8>) {
         match self {
-            Update::Set(k, v) => store(out, "set", &k.key, v, 0, None),
-            Update::Add(k, v) => store(out, "add", &k.key, v, 0, None),
-            Update::Cas(k, v, c) => store(out, "cas", &k.key, v, 0, Some(*c)),
-            Update::Delete(k) => {
-                out.extend_from_slice(b"delete ");
-                out.extend_from_slice(k.key.as_bytes());
-                out.extend_from_slice(b"\r\n");
-            }
+            Update::Set(k, v) => store(out, StoreOp::Set, k, v, 0, 0),
+            Update::Add(k, v) => store(out, StoreOp::Add, k, v, 0, 0),
+            Update::Cas(k, v, c) => store(out, StoreOp::Cas, k, v, 0, *c),
+            Update::Delete(k) => client::request(out, &Command::Delete { key: k.key.as_bytes(), noreply: false }, &[]),
         }
     }
 
     /// Did the node do what we need? A refused add or cas is fine (someone
     /// stored first / the claim was broken by an invalidation); a set or
     /// delete must have happened.
-    fn accepted(&self, reply: &str) -> bool {
+    fn accepted(&self, reply: &Reply) -> bool {
+        use Status::*;
+        let Reply::Line(Response::Status(s)) = reply else { return false };
         match self {
-            Update::Set(..) => reply == "STORED",
-            Update::Add(..) | Update::Cas(..) => {
-                matches!(reply, "STORED" | "NOT_STORED" | "EXISTS" | "NOT_FOUND")
-            }
-            Update::Delete(..) => matches!(reply, "DELETED" | "NOT_FOUND"),
+            Update::Set(..) => *s == Stored,
+            Update::Add(..) | Update::Cas(..) => matches!(s, Stored | NotStored | Exists | NotFound),
+            Update::Delete(..) => matches!(s, Deleted | NotFound),
         }
     }
 }
 
-fn store(out: &mut Vec<u8>, verb: &str, key: &str, v: &[u8], exptime: u32, cas: Option<u64>) {
-    let head = match cas {
-        Some(c) => format!("{verb} {key} 0 {exptime} {} {c}\r\n", v.len()),
-        None => format!("{verb} {key} 0 {exptime} {}\r\n", v.len()),
-    };
-    out.extend_from_slice(head.as_bytes());
-    out.extend_from_slice(v);
-    out.extend_from_slice(b"\r\n");
+/// A storage command as the bank sends them: no flags, always answered.
+fn store(out: &mut Vec<u8>, op: StoreOp, key: &CacheKey, v: &[u8], exptime: i32, cas: u64) {
+    let cmd = Command::Store { op, key: key.key.as_bytes(), flags: 0, exptime, len: v.len(), cas, noreply: false };
+    client::request(out, &cmd, v);
 }
 
-/// `get`/`gets` lines for `keys`, split so no line is too long.
-fn get_lines(out: &mut Vec<u8>, expect: &mut Vec<Expect>, verb: &str, keys: &[&str]) {
-    let mut line = 0usize;
-    for k in keys {
-        if line == 0 || line + k.len() + 1 > MAX_GET_LINE {
-            if line > 0 {
-                out.extend_from_slice(b"\r\n");
-            }
-            out.extend_from_slice(verb.as_bytes());
-            expect.push(Expect::Values(0));
-            line = verb.len();
-        }
-        if let Some(Expect::Values(n)) = expect.last_mut() {
-            *n += 1;
-        }
-        out.push(b' ');
-        out.extend_from_slice(k.as_bytes());
-        line += k.len() + 1;
-    }
-    if line > 0 {
-        out.extend_from_slice(b"\r\n");
-    }
+/// `get`/`gets` lines for `keys`, each answered by its own values and END.
+fn get_lines(out: &mut Vec<u8>, expect: &mut Vec<Expect>, cas: bool, keys: &[&[u8]]) {
+    expect.extend(client::multi_get(out, cas, keys).into_iter().map(|n| Expect::Values(n as u32)));
 }
 
 pub struct Bank {
@@ -224,19 +197,18 @@ impl Bank {
     /// `cas` asks for CAS uniques (`gets`). Errors and timeouts are misses.
     pub async fn get_many(&self, keys: &[CacheKey], cas: bool) -> Vec<Option<Hit>> {
         let per = self.group(keys.iter());
-        let verb = if cas { "gets" } else { "get" };
         let futs = per.iter().enumerate().filter(|(_, idx)| !idx.is_empty()).map(|(n, idx)| {
             let mut bytes = Vec::with_capacity(64 + idx.len() * 64);
             let mut expect = Vec::new();
-            let ks: Vec<&str> = idx.iter().map(|&i| keys[i].key.as_str()).collect();
-            get_lines(&mut bytes, &mut expect, verb, &ks);
+            let ks: Vec<&[u8]> = idx.iter().map(|&i| keys[i].key.as_bytes()).collect();
+            get_lines(&mut bytes, &mut expect, cas, &ks);
             async move { (n, self.read_batch(n, bytes, expect, "get").await) }
         });
         let results = futures::future::join_all(futs).await;
         let mut out = vec![None; keys.len()];
-        let mut want: HashMap<&str, Vec<usize>> = HashMap::with_capacity(keys.len());
+        let mut want: HashMap<&[u8], Vec<usize>> = HashMap::with_capacity(keys.len());
         for (i, k) in keys.iter().enumerate() {
-            want.entry(k.key.as_str()).or_default().push(i);
+            want.entry(k.key.as_bytes()).or_default().push(i);
         }
         for (n, res) in results {
             let addr = &self.nodes[n].addr;
@@ -248,12 +220,12 @@ impl Bank {
             let (mut hits, mut bytes) = (0u64, 0u64);
             for r in replies {
                 if let Reply::Values(vals) = r {
-                    for (k, v, c) in vals {
-                        if let Some(is) = want.get(k.as_str()) {
+                    for v in vals {
+                        if let Some(is) = want.get(&v.key[..]) {
                             hits += 1;
-                            bytes += v.len() as u64;
+                            bytes += v.data.len() as u64;
                             for &i in is {
-                                out[i] = Some(Hit { value: v.clone(), cas: c });
+                                out[i] = Some(Hit { value: v.data.clone(), cas: v.cas });
                             }
                         }
                     }
@@ -283,16 +255,16 @@ impl Bank {
             let mut expect = Vec::new();
             for &i in idx {
                 // placeholders expire on their own if the claimant dies
-                store(&mut bytes, "add", &keys[i].key, placeholder, 30, None);
+                store(&mut bytes, StoreOp::Add, &keys[i], placeholder, 30, 0);
                 expect.push(Expect::Line);
             }
-            let ks: Vec<&str> = idx.iter().map(|&i| keys[i].key.as_str()).collect();
-            get_lines(&mut bytes, &mut expect, "gets", &ks);
+            let ks: Vec<&[u8]> = idx.iter().map(|&i| keys[i].key.as_bytes()).collect();
+            get_lines(&mut bytes, &mut expect, true, &ks);
             async move { (n, self.read_batch(n, bytes, expect, "claim").await) }
         });
         let results = futures::future::join_all(futs).await;
         let mut out = vec![None; keys.len()];
-        let index: HashMap<&str, usize> = keys.iter().enumerate().map(|(i, k)| (k.key.as_str(), i)).collect();
+        let index: HashMap<&[u8], usize> = keys.iter().enumerate().map(|(i, k)| (k.key.as_bytes(), i)).collect();
         for (n, res) in results {
             let addr = &self.nodes[n].addr;
             let Some(replies) = res else {
@@ -301,9 +273,9 @@ impl Bank {
             };
             for r in replies {
                 if let Reply::Values(vals) = r {
-                    for (k, v, c) in vals {
-                        if let Some(&i) = index.get(k.as_str()) {
-                            out[i] = Some(Hit { value: v, cas: c });
+                    for v in vals {
+                        if let Some(&i) = index.get(&v.key[..]) {
+                            out[i] = Some(Hit { value: v.data, cas: v.cas });
                         }
                     }
                 }
@@ -398,15 +370,11 @@ impl Bank {
                     node.succeeded().await;
                     let mut redo = Vec::new();
                     for (u, r) in ops.iter().zip(replies) {
-                        let line = match r {
-                            Reply::Line(l) => l,
-                            Reply::Values(_) => String::new(),
-                        };
-                        if u.accepted(&line) {
+                        if u.accepted(&r) {
                             metrics::count(&node.addr, u.op(), "ok", 1);
                         } else {
                             metrics::count(&node.addr, u.op(), "error", 1);
-                            tracing::warn!(node = %node.addr, op = u.op(), reply = %line, "bank refused an update");
+                            tracing::warn!(node = %node.addr, op = u.op(), reply = %r, "bank refused an update");
                             redo.push(Update::Delete(u.key().clone()));
                         }
                     }
@@ -435,8 +403,10 @@ impl Bank {
     /// `flush_all` on every node (admin use and tests).
     pub async fn flush_all(&self) -> Vec<Result<(), BankError>> {
         let futs = self.nodes.iter().enumerate().map(|(n, node)| async move {
-            match self.read_batch(n, b"flush_all\r\n".to_vec(), vec![Expect::Line], "flush").await {
-                Some(r) if r == vec![Reply::Line("OK".into())] => Ok(()),
+            let mut flush = Vec::new();
+            client::request(&mut flush, &Command::FlushAll { delay: 0, noreply: false }, &[]);
+            match self.read_batch(n, flush, vec![Expect::Line], "flush").await {
+                Some(r) if r == [Reply::Line(Response::Status(Status::Ok))] => Ok(()),
                 Some(r) => Err(BankError::Server(node.addr.clone(), format!("{r:?}"))),
                 None => Err(BankError::Down(node.addr.clone())),
             }

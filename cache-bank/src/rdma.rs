@@ -164,7 +164,7 @@ fn deliver(
             Ok(replies) => {
                 for r in &replies {
                     if let Reply::Values(vals) = r {
-                        *value_guess = vals.iter().map(|(_, v, _)| v.len()).fold(*value_guess, usize::max);
+                        *value_guess = vals.iter().map(|v| v.data.len()).fold(*value_guess, usize::max);
                     }
                 }
                 pending.fetch_sub(1, Ordering::Relaxed);

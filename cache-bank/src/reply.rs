@@ -1,13 +1,17 @@
-//! Parsing a batch's replies, shared by every connection kind.
+//! Gathering a batch's replies, shared by every connection kind.
 //!
 //! Over TCP the reply bytes trickle in and the parser is fed each time more
 //! arrive; over RDMA one message holds a whole batch's replies at once. Both
-//! go through [`BatchParser::feed`], which consumes only *complete* reply
-//! items (a line, or a VALUE block with its data) and reports how far it
-//! got, so the two transports cannot disagree about what a node said.
+//! go through [`BatchParser::feed`], which takes only *complete* responses
+//! (a line, or a VALUE block with its data) off the front of the buffer,
+//! each parsed by cache-proto's client half, so the two transports cannot
+//! disagree about what a node said.
 
 use crate::error::BankError;
 use bytes::{Buf, Bytes, BytesMut};
+use cache_proto::client::{self, Parsed};
+use cache_proto::response::{Response, Status, Value};
+use std::fmt;
 
 /// What one command answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,13 +23,22 @@ pub enum Expect {
     Line,
 }
 
-/// One parsed reply.
+/// One command's reply; its bytes are slices of the buffer they arrived in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reply {
-    /// (key, value, cas if `gets`)
-    Values(Vec<(String, Bytes, Option<u64>)>),
-    /// STORED, NOT_STORED, EXISTS, NOT_FOUND, DELETED, OK, VERSION ...
-    Line(String),
+    /// a get's hits (`cas` set for `gets`)
+    Values(Vec<Value<Bytes>>),
+    /// STORED, NOT_STORED, EXISTS, NOT_FOUND, DELETED, OK, an error ...
+    Line(Response<Bytes>),
+}
+
+impl fmt::Display for Reply {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reply::Values(v) => write!(f, "{} values", v.len()),
+            Reply::Line(r) => r.fmt(f),
+        }
+    }
 }
 
 /// Reply bytes the parser consumes from the front: a TCP connection's
@@ -48,15 +61,12 @@ impl ReplyBuf for Bytes {
     }
 }
 
-/// A line longer than this cannot be a reply of ours (keys are ≤ 250 bytes).
-const MAX_LINE: usize = 4096;
-
 /// The replies of one batch, parsed incrementally.
 pub struct BatchParser {
     expect: Vec<Expect>,
     replies: Vec<Reply>,
     /// values of the `get` reply in progress
-    vals: Vec<(String, Bytes, Option<u64>)>,
+    vals: Vec<Value<Bytes>>,
 }
 
 impl BatchParser {
@@ -64,45 +74,22 @@ impl BatchParser {
         BatchParser { replies: Vec::with_capacity(expect.len()), expect, vals: Vec::new() }
     }
 
-    /// Consume every complete reply item at the front of `buf`. `Ok(true)`:
+    /// Consume every complete response at the front of `buf`. `Ok(true)`:
     /// the batch is fully answered (bytes after it stay in `buf`, they belong
     /// to the next batch); `Ok(false)`: more bytes are needed.
     pub fn feed<B: ReplyBuf>(&mut self, buf: &mut B, addr: &str) -> Result<bool, BankError> {
         while let Some(&e) = self.expect.get(self.replies.len()) {
-            let data: &[u8] = buf;
-            let Some(i) = data.windows(2).position(|w| w == b"\r\n") else {
-                if data.len() > MAX_LINE {
-                    return Err(BankError::Protocol(addr.into(), "reply line too long".into()));
-                }
-                return Ok(false);
-            };
-            let line = std::str::from_utf8(&data[..i])
-                .map_err(|_| BankError::Protocol(addr.into(), "reply line is not UTF-8".into()))?;
-            match e {
+            let Some(r) = next(buf, addr)? else { return Ok(false) };
+            match (e, r) {
                 // an error line is in sync (one line): report it, keep the connection
-                Expect::Line => {
-                    let l = line.to_string();
-                    buf.advance(i + 2);
-                    self.replies.push(Reply::Line(l));
+                (Expect::Line, r @ Response::Value(_)) => return Err(unexpected(addr, &r)),
+                (Expect::Line, r) => self.replies.push(Reply::Line(r)),
+                (Expect::Values(_), Response::Value(v)) => self.vals.push(v),
+                (Expect::Values(_), Response::Status(Status::End)) => {
+                    self.replies.push(Reply::Values(std::mem::take(&mut self.vals)))
                 }
-                Expect::Values(_) if line == "END" => {
-                    buf.advance(i + 2);
-                    self.replies.push(Reply::Values(std::mem::take(&mut self.vals)));
-                }
-                Expect::Values(_) => {
-                    let (key, len, cas) = value_header(line, addr)?;
-                    if data.len() < i + 2 + len + 2 {
-                        return Ok(false); // the header is parsed again with the data
-                    }
-                    let crlf = &data[i + 2 + len..i + 2 + len + 2] == b"\r\n";
-                    buf.advance(i + 2);
-                    let v = buf.take(len);
-                    if !crlf {
-                        return Err(BankError::Protocol(addr.into(), "value not followed by CRLF".into()));
-                    }
-                    buf.advance(2);
-                    self.vals.push((key, v, cas));
-                }
+                (Expect::Values(_), r) if r.is_error() => return Err(BankError::Server(addr.into(), r.to_string())),
+                (Expect::Values(_), r) => return Err(unexpected(addr, &r)),
             }
         }
         Ok(true)
@@ -113,17 +100,28 @@ impl BatchParser {
     }
 }
 
-/// `VALUE <key> <flags> <bytes> [<cas>]` → (key, bytes, cas).
-fn value_header(l: &str, addr: &str) -> Result<(String, usize, Option<u64>), BankError> {
-    let mut it = l.split(' ');
-    let (Some("VALUE"), Some(key), Some(_flags), Some(len)) = (it.next(), it.next(), it.next(), it.next()) else {
-        if l.starts_with("SERVER_ERROR") || l.starts_with("CLIENT_ERROR") || l == "ERROR" {
-            return Err(BankError::Server(addr.into(), l.into()));
+fn unexpected(addr: &str, r: &Response<Bytes>) -> BankError {
+    BankError::Protocol(addr.into(), format!("unexpected reply {:?}", r.to_string()))
+}
+
+/// Takes the first complete response off `buf`, holding its bytes as
+/// slices of what was taken (no copy); `None` if it has not all arrived.
+fn next<B: ReplyBuf>(buf: &mut B, addr: &str) -> Result<Option<Response<Bytes>>, BankError> {
+    let base = buf.as_ptr() as usize;
+    let (spans, used) = match client::parse(&buf[..], client::MAX_VALUE) {
+        Parsed::Incomplete => return Ok(None),
+        Parsed::Invalid(why) => return Err(BankError::Protocol(addr.into(), why.to_string())),
+        // the parser's slices all lie in the bytes it used: keep them as offsets
+        Parsed::Done(r, used) => {
+            let spans = r.map(|s| {
+                let at = s.as_ptr() as usize - base;
+                at..at + s.len()
+            });
+            (spans, used)
         }
-        return Err(BankError::Protocol(addr.into(), format!("unexpected reply {l:?}")));
     };
-    let len = len.parse().map_err(|_| BankError::Protocol(addr.into(), format!("bad length in {l:?}")))?;
-    Ok((key.to_string(), len, it.next().and_then(|c| c.parse().ok())))
+    let item = buf.take(used);
+    Ok(Some(spans.map(|at| item.slice(at))))
 }
 
 #[cfg(test)]
@@ -138,14 +136,18 @@ mod tests {
         Ok(p.finish())
     }
 
+    fn value(key: &'static [u8], data: &'static [u8], cas: Option<u64>) -> Value<Bytes> {
+        Value { key: Bytes::from_static(key), flags: 0, data: Bytes::from_static(data), cas }
+    }
+
     #[test]
     fn values_and_lines() {
         let r = parse_all(b"STORED\r\nVALUE a 0 3 7\r\na\r\n\r\nVALUE b 0 0\r\n\r\nEND\r\n", vec![Expect::Line, Expect::Values(2)]);
         assert_eq!(
             r.unwrap(),
             vec![
-                Reply::Line("STORED".into()),
-                Reply::Values(vec![("a".into(), Bytes::from_static(b"a\r\n"), Some(7)), ("b".into(), Bytes::new(), None)])
+                Reply::Line(Response::Status(Status::Stored)),
+                Reply::Values(vec![value(b"a", b"a\r\n", Some(7)), value(b"b", b"", None)])
             ]
         );
     }
@@ -166,10 +168,24 @@ mod tests {
     }
 
     #[test]
+    fn an_rdma_reply_is_sliced_not_copied() {
+        let mut buf = Bytes::from_static(b"VALUE k 0 5\r\nhello\r\nEND\r\n");
+        let start = buf.as_ptr() as usize;
+        let mut p = BatchParser::new(vec![Expect::Values(1)]);
+        assert!(p.feed(&mut buf, "n").unwrap());
+        let Reply::Values(v) = &p.finish()[0] else { panic!() };
+        assert_eq!(v[0].data.as_ptr() as usize, start + 13);
+    }
+
+    #[test]
     fn garbage_and_errors() {
         assert!(matches!(parse_all(b"SERVER_ERROR oom\r\n", vec![Expect::Values(1)]), Err(BankError::Server(..))));
         assert!(matches!(parse_all(b"HELLO\r\n", vec![Expect::Values(1)]), Err(BankError::Protocol(..))));
         assert!(matches!(parse_all(b"VALUE k 0 2\r\nabXX", vec![Expect::Values(1)]), Err(BankError::Protocol(..))));
-        assert_eq!(parse_all(b"ERROR\r\n", vec![Expect::Line]).unwrap(), vec![Reply::Line("ERROR".into())]);
+        assert!(matches!(parse_all(b"VALUE k 0 2\r\nab\r\n", vec![Expect::Line]), Err(BankError::Protocol(..))));
+        assert!(matches!(parse_all(b"VALUE k 0 99999999999\r\n", vec![Expect::Values(1)]), Err(BankError::Protocol(..))));
+        assert_eq!(parse_all(b"ERROR\r\n", vec![Expect::Line]).unwrap(), vec![Reply::Line(Response::Error(Bytes::new()))]);
+        let e = parse_all(b"SERVER_ERROR out of memory\r\n", vec![Expect::Values(1)]).unwrap_err();
+        assert_eq!(e, BankError::Server("n".into(), "SERVER_ERROR out of memory".into()), "the line as the node wrote it");
     }
 }
