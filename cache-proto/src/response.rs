@@ -36,6 +36,7 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, for tests and lookups.
     pub const ALL: [Status; 8] = [
         Status::Stored,
         Status::NotStored,
@@ -81,7 +82,9 @@ pub struct Value<B> {
     pub cas: Option<u64>,
 }
 
-/// One response: a line, or a value with its data block.
+/// One response: a line, or a value with its data block. What a line can
+/// hold follows from the framing: keys and stat names are single non-empty
+/// tokens, and no field but a value's data contains "\r\n".
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Response<B> {
     Value(Value<B>),
