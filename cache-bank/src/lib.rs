@@ -23,7 +23,7 @@
 //! which every memcached-compatible server implements identically; values
 //! are length-prefixed there, so any byte is allowed. Requests are composed
 //! and responses parsed by `cache_proto::client` (the same crate, and the
-//! same types, as the cache node's side); [`reply`](crate::reply) gathers a
+//! same types, as the cache node's side); `reply.rs` gathers a
 //! batch's typed responses the same way for either transport:
 //!
 //! - TCP (`tcp.rs`): per node connection, one writer task and one reader

@@ -1,6 +1,6 @@
 //! What a server answers a text-protocol command, as a type both halves
 //! share: the cache node composes its replies with [`Response::encode`],
-//! and a client ([`crate::client::parse`]) reads the same bytes back into
+//! and a client ([`crate::client::parse()`]) reads the same bytes back into
 //! the same value. One type for both directions is what the round-trip
 //! tests (`tests/round_trip.rs`) and the response fuzz target check.
 //!
