@@ -2,12 +2,17 @@
 //! persisted in `EXPORT/.imca/volume.json`, published through a
 //! `tokio::sync::watch` channel (SMCache and the protocol-server subscribe),
 //! and changed only by compare-and-set on the epoch.
+//!
+//! Every config it holds passed [`validate`] with [`Limits::UNKNOWN`]: the
+//! file at load (a file the rules refuse stops the server with the reason,
+//! never a silent fix), local changes (`imca storage` flags) and
+//! SetVolumeConfig proposals alike.
 
+use crate::{validate, CacheConfig, FenceRequests, Limits};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
-use xlator::volume::{CacheConfig, FenceRequests};
 
 pub const VOLUME_FILE: &str = "volume.json";
 
@@ -21,12 +26,18 @@ pub struct Volume {
 }
 
 impl Volume {
-    /// Load `meta_dir/volume.json`, or create it with the defaults.
+    /// Load `meta_dir/volume.json`, or create it with the defaults. A file
+    /// the rules refuse is an error naming the file and the problem.
     pub fn open(meta_dir: &Path) -> io::Result<Volume> {
         let path = meta_dir.join(VOLUME_FILE);
         let config = match std::fs::read(&path) {
-            Ok(b) => serde_json::from_slice(&b)
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))?,
+            Ok(b) => {
+                let bad = |why: String| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {why}", path.display()));
+                let c: CacheConfig = serde_json::from_slice(&b).map_err(|e| bad(e.to_string()))?;
+                validate(&c, &Limits::UNKNOWN)
+                    .map_err(|e| bad(format!("{e}; correct `{}` in this file (nothing was changed)", e.field)))?;
+                c
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 let c = CacheConfig::default();
                 persist(&path, &c)?;
@@ -64,11 +75,15 @@ impl Volume {
     /// proposed as (epoch read from server 0) + 1, so two changes based on
     /// the same epoch cannot both win; "newer" rather than "exactly + 1" lets
     /// a server that missed several changes (down meanwhile) be brought
-    /// straight to the authority's config (admin::rollout::repair).
+    /// straight to the authority's config ([`crate::rollout::repair`]).
     pub fn compare_and_set(&self, new: CacheConfig) -> io::Result<(bool, CacheConfig)> {
         let _g = self.write.lock().unwrap();
         let cur = self.current();
-        if new.epoch <= cur.epoch || validate(&new).is_err() {
+        if new.epoch <= cur.epoch {
+            return Ok((false, cur));
+        }
+        if let Err(e) = validate(&new, &Limits::UNKNOWN) {
+            tracing::warn!(epoch = new.epoch, field = e.field, error = %e, "refused an invalid volume config");
             return Ok((false, cur));
         }
         persist(&self.path, &new)?;
@@ -87,23 +102,12 @@ impl Volume {
         if new == cur {
             return Ok(cur);
         }
-        validate(&new).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        validate(&new, &Limits::UNKNOWN).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         new.epoch = cur.epoch + 1;
         persist(&self.path, &new)?;
         self.tx.send_replace(new.clone());
         Ok(new)
     }
-}
-
-/// The rules every config must follow (DESIGN.md: block size).
-pub fn validate(c: &CacheConfig) -> Result<(), String> {
-    if !c.block_size.is_power_of_two() || c.block_size < 256 {
-        return Err(format!("block size {} is not a power of two >= 256", c.block_size));
-    }
-    if c.volume.is_empty() || c.volume.len() > 64 || c.volume.bytes().any(|b| b <= b' ' || b == b':' || b == 0x7f) {
-        return Err(format!("volume name {:?} must be 1-64 printable characters without spaces or ':'", c.volume));
-    }
-    Ok(())
 }
 
 /// Write-then-rename, so a crash leaves the old or the new file, never half.
@@ -152,5 +156,39 @@ mod tests {
         let c2 = v.update(|c| c.nodes = vec!["a:1".into()]).unwrap();
         assert_eq!(c2.epoch, 3);
         assert_eq!(v.update(|c| c.nodes = vec!["a:1".into()]).unwrap().epoch, 3);
+        // and follows the same rules (e.g. `imca storage --cache-nodes`)
+        let e = v.update(|c| c.nodes = vec!["no-port".into()]).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert!(e.to_string().contains("no-port"), "{e}");
+        assert_eq!(v.epoch(), 3);
+    }
+
+    #[test]
+    fn a_raw_proposal_is_held_to_the_table() {
+        let d = tempfile::tempdir().unwrap();
+        let v = Volume::open(d.path()).unwrap();
+        for bad in [
+            CacheConfig { epoch: 2, lease_ms: 0, ..Default::default() },
+            CacheConfig { epoch: 2, volume: "a b".into(), ..Default::default() },
+            CacheConfig { epoch: 2, nodes: vec!["a:1".into(), "a:1".into()], ..Default::default() },
+        ] {
+            assert!(!v.compare_and_set(bad).unwrap().0);
+        }
+        // ...but not to limits only a gateway knows (its stripe unit, the nodes' -I).
+        let big = CacheConfig { epoch: 2, block_size: 1 << 20, ..Default::default() };
+        assert!(v.compare_and_set(big).unwrap().0);
+    }
+
+    #[test]
+    fn a_file_with_a_refused_name_stops_the_server_with_the_reason() {
+        let d = tempfile::tempdir().unwrap();
+        let old = CacheConfig { volume: "my vol".into(), ..Default::default() };
+        std::fs::write(d.path().join(VOLUME_FILE), serde_json::to_vec(&old).unwrap()).unwrap();
+        let e = Volume::open(d.path()).err().expect("refused");
+        let msg = e.to_string();
+        assert!(msg.contains(VOLUME_FILE) && msg.contains("\"my vol\"") && msg.contains("`volume`"), "{msg}");
+        // nothing was rewritten
+        let kept: CacheConfig = serde_json::from_slice(&std::fs::read(d.path().join(VOLUME_FILE)).unwrap()).unwrap();
+        assert_eq!(kept.volume, "my vol");
     }
 }

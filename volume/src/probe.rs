@@ -1,15 +1,41 @@
 //! Is there a memcached-compatible node at this address? One `version`
 //! round trip with a deadline, before a node joins the pool: adding an
 //! unreachable node would turn a share of every lookup into a timeout.
-//! Also `stats` (for the status page) and `flush_all` (for the flush
-//! endpoint), spoken directly so they work on any memcached-compatible node.
+//! Also `stats settings` (the nodes' item limit, a [`Limits`] of every
+//! change), `stats` (for the status page) and `flush_all` (for the flush
+//! endpoint and readmitting fenced nodes), spoken directly so they work on
+//! any memcached-compatible node, outside the bank and its epochs.
 
+use crate::validate::DEFAULT_ITEM_LIMIT;
+use crate::{Invalid, Limits};
 use std::collections::HashMap;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A node may join the pool only if it answers `version` now.
+pub async fn reachable(addr: &str) -> Result<(), Invalid> {
+    memcached_version(addr, PROBE_TIMEOUT)
+        .await
+        .map(|_| ())
+        .map_err(|e| Invalid::new("addr", format!("cache node {addr} is unreachable: {e}")))
+}
+
+/// The limits a config over `nodes` must respect: `stripe_unit` (the
+/// checking gateway's, if it should be enforced) and the smallest `-I`
+/// among the nodes that answer `stats settings` (memcached's default when
+/// none does).
+pub async fn limits(stripe_unit: Option<u32>, nodes: &[String]) -> Limits {
+    let settings = futures::future::join_all(nodes.iter().map(|n| memcached_settings(n, PROBE_TIMEOUT))).await;
+    let item_limit = settings
+        .iter()
+        .filter_map(|r| r.as_ref().ok()?.get("item_size_max")?.parse::<u32>().ok())
+        .min()
+        .unwrap_or(DEFAULT_ITEM_LIMIT);
+    Limits { stripe_unit, item_limit: Some(item_limit), ..Limits::UNKNOWN }
+}
 
 /// Connect, send `version`, expect `VERSION <v>`; returns `<v>`.
 pub async fn memcached_version(addr: &str, deadline: Duration) -> std::io::Result<String> {

@@ -7,10 +7,11 @@
 //! fetches the config again. Changing the block size, the placement or the
 //! node pool bumps the epoch, and the epoch is part of every cache key, so no
 //! reader ever mixes blocks of two layouts; old keys age out of the LRU.
+//!
+//! The rules a config must follow are in [`crate::options`] (one table,
+//! checked by [`crate::validate`]); this module is only the shape.
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
-use std::sync::Mutex;
 
 /// How keys are spread over the bank's nodes.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize, Default)]
@@ -28,21 +29,23 @@ pub enum Placement {
 pub const DEFAULT_BLOCK_SIZE: u32 = 128 * 1024;
 pub const DEFAULT_LEASE_MS: u64 = 1000;
 pub const DEFAULT_BANK_TIMEOUT_MS: u64 = 5;
+pub const DEFAULT_VOLUME: &str = "vol0";
 
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 #[serde(default)]
 pub struct CacheConfig {
     /// bumped by every change; part of every cache key
     pub epoch: u64,
-    /// volume name, part of every cache key (several volumes may share a bank)
+    /// volume name, used verbatim in every cache key (several volumes may
+    /// share a bank); see [`crate::name`] for what a name may be
     pub volume: String,
     /// cache-node addresses (host:port); empty = no cache
     pub nodes: Vec<String>,
     /// nodes taken out of `nodes` because an update to them could not be
     /// confirmed (frozen, partitioned): nobody uses them until they answer
-    /// again, are flushed and come back under a new epoch (admin::lease)
+    /// again, are flushed and come back under a new epoch (see [`crate::fence`])
     pub fenced: Vec<String>,
-    /// data block size in bytes: a power of two, 256 B ..= item limit, divides the stripe unit
+    /// data block size in bytes (range: [`crate::options`])
     pub block_size: u32,
     pub placement: Placement,
     /// a bank request slower than this is a miss
@@ -55,7 +58,7 @@ impl Default for CacheConfig {
     fn default() -> Self {
         CacheConfig {
             epoch: 1,
-            volume: "vol0".into(),
+            volume: DEFAULT_VOLUME.into(),
             nodes: Vec::new(),
             fenced: Vec::new(),
             block_size: DEFAULT_BLOCK_SIZE,
@@ -63,27 +66,5 @@ impl Default for CacheConfig {
             timeout_ms: DEFAULT_BANK_TIMEOUT_MS,
             lease_ms: DEFAULT_LEASE_MS,
         }
-    }
-}
-
-/// The cache nodes a storage server wants fenced: SMCache could not get an
-/// update confirmed by them before its deadline, so it may not acknowledge
-/// the mutation until no gateway can read their keys any more. Gateways
-/// read this list with the volume config (`GetVolumeConfig`) and move the
-/// nodes to [`CacheConfig::fenced`] under a new epoch.
-#[derive(Default, Debug)]
-pub struct FenceRequests(Mutex<BTreeSet<String>>);
-
-impl FenceRequests {
-    pub fn want(&self, node: &str) {
-        self.0.lock().unwrap().insert(node.to_string());
-    }
-
-    /// The requests still open under `config` (a node no longer in its pool
-    /// is fenced already, or removed: its request is done).
-    pub fn open(&self, config: &CacheConfig) -> Vec<String> {
-        let mut g = self.0.lock().unwrap();
-        g.retain(|n| config.nodes.contains(n));
-        g.iter().cloned().collect()
     }
 }

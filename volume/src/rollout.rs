@@ -15,9 +15,8 @@
 //!                        └─ set(e+1) ─────> server 1..S-1 (lagging ones: repair, every lease)
 //! ```
 
-use crate::backend::AdminError;
+use crate::{CacheConfig, Error};
 use async_trait::async_trait;
-use xlator::volume::CacheConfig;
 
 /// The answer of a compare-and-set.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,24 +55,24 @@ pub struct Rollout {
 }
 
 /// Install `proposed` (computed from epoch `proposed.epoch`) as epoch + 1.
-pub async fn rollout(servers: &dyn VolumeServers, proposed: CacheConfig) -> Result<Rollout, AdminError> {
+pub async fn rollout(servers: &dyn VolumeServers, proposed: CacheConfig) -> Result<Rollout, Error> {
     let addrs = servers.addrs();
     if addrs.is_empty() {
-        return Err(AdminError::Internal("volume has no storage servers".into()));
+        return Err(Error::Internal("volume has no storage servers".into()));
     }
     let base = proposed.epoch;
     let next = CacheConfig { epoch: base + 1, ..proposed };
     match servers.propose(0, &next).await {
         Ok(SetOutcome::Installed) => {}
         Ok(SetOutcome::Stale(cur)) => {
-            return Err(AdminError::Conflict(format!(
+            return Err(Error::Conflict(format!(
                 "config changed meanwhile: change was based on epoch {base}, the authority ({}) is at epoch {}; \
                  nothing was changed, re-read and retry",
                 addrs[0], cur.epoch
             )))
         }
         Err(e) => {
-            return Err(AdminError::Unavailable(format!(
+            return Err(Error::Unavailable(format!(
                 "the authority for the volume config, storage server 0 ({}), did not accept the change: {e}; \
                  nothing was changed",
                 addrs[0]
@@ -93,12 +92,12 @@ pub async fn rollout(servers: &dyn VolumeServers, proposed: CacheConfig) -> Resu
 /// Bring every server to the authority's config; returns the authority's
 /// config and the servers still lagging. Cheap when nothing lags: one read
 /// per server.
-pub async fn repair(servers: &dyn VolumeServers) -> Result<Rollout, AdminError> {
+pub async fn repair(servers: &dyn VolumeServers) -> Result<Rollout, Error> {
     let addrs = servers.addrs();
     let (auth, mut fence_wanted) = servers
         .get_with_fences(0)
         .await
-        .map_err(|e| AdminError::Unavailable(format!("storage server 0 ({}) is unreachable: {e}", addrs[0])))?;
+        .map_err(|e| Error::Unavailable(format!("storage server 0 ({}) is unreachable: {e}", addrs[0])))?;
     let mut lagging = Vec::new();
     for (i, addr) in addrs.iter().enumerate().skip(1) {
         let r = match servers.get_with_fences(i).await {
@@ -198,7 +197,7 @@ mod tests {
         rollout(&f, proposed(4096)).await.unwrap();
         // A second gateway computed its change from epoch 1 too.
         let e = rollout(&f, proposed(1024)).await.unwrap_err();
-        assert!(matches!(e, AdminError::Conflict(_)), "{e:?}");
+        assert!(matches!(e, Error::Conflict(_)), "{e:?}");
         assert_eq!(f.get(1).await.unwrap().block_size, 4096);
     }
 
@@ -206,7 +205,7 @@ mod tests {
     async fn authority_down_means_unavailable_and_nothing_changed() {
         let f = Fake::new(2);
         f.cfgs.lock().unwrap()[0] = None;
-        assert!(matches!(rollout(&f, proposed(4096)).await, Err(AdminError::Unavailable(_))));
+        assert!(matches!(rollout(&f, proposed(4096)).await, Err(Error::Unavailable(_))));
         assert_eq!(f.epochs(), vec![None, Some(1)]);
     }
 

@@ -4,9 +4,9 @@
 //! touched has confirmed the change. A node that is frozen or cut off can
 //! neither confirm nor be proven empty, so SMCache asks for it to be
 //! *fenced*: the request rides on the server's `GetVolumeConfig` replies,
-//! which every gateway reads once per lease ([`rollout::repair`]). The first
-//! gateway to see it moves the node from `nodes` to `fenced` under a new
-//! epoch (compare-and-set on the authority, so gateways racing to do the
+//! which every gateway reads once per lease ([`rollout::repair`], run by
+//! [`crate::lease`]). The first gateway to see it moves the node from
+//! `nodes` to `fenced` under a new epoch (compare-and-set on the authority, so gateways racing to do the
 //! same agree); the waiting mutation then outwaits the old epoch's lease and
 //! is answered. Nothing the fenced node holds is readable after that.
 //!
@@ -23,9 +23,32 @@
 
 use crate::probe;
 use crate::rollout::{self, VolumeServers};
-use std::collections::HashMap;
+use crate::CacheConfig;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Mutex;
 use std::time::Duration;
-use xlator::volume::CacheConfig;
+
+/// The cache nodes a storage server wants fenced: SMCache could not get an
+/// update confirmed by them before its deadline, so it may not acknowledge
+/// the mutation until no gateway can read their keys any more. Gateways
+/// read this list with the volume config (`GetVolumeConfig`) and move the
+/// nodes to [`CacheConfig::fenced`] under a new epoch.
+#[derive(Default, Debug)]
+pub struct FenceRequests(Mutex<BTreeSet<String>>);
+
+impl FenceRequests {
+    pub fn want(&self, node: &str) {
+        self.0.lock().unwrap().insert(node.to_string());
+    }
+
+    /// The requests still open under `config` (a node no longer in its pool
+    /// is fenced already, or removed: its request is done).
+    pub fn open(&self, config: &CacheConfig) -> Vec<String> {
+        let mut g = self.0.lock().unwrap();
+        g.retain(|n| config.nodes.contains(n));
+        g.iter().cloned().collect()
+    }
+}
 
 /// Consecutive answered probes (one per lease) before a fenced node is readmitted.
 pub const READMIT_AFTER: u32 = 3;

@@ -22,14 +22,13 @@
 
 use crate::fence::Fencer;
 use crate::rollout::{self, VolumeServers};
-use crate::AdminError;
+use crate::{CacheConfig, Error};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
-use xlator::volume::CacheConfig;
 
 /// Every this many refreshes, every server's config is checked (and repaired).
 const REPAIR_EVERY: u64 = 2;
@@ -104,10 +103,10 @@ fn publish(shared: &Shared, cfg: CacheConfig) {
 pub async fn start(
     servers: Arc<dyn VolumeServers>,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<ConfigLease, AdminError> {
+) -> Result<ConfigLease, Error> {
     let sent = Instant::now();
     let first = servers.get(0).await.map_err(|e| {
-        AdminError::Unavailable(format!("cannot read the volume config from storage server 0: {e}"))
+        Error::Unavailable(format!("cannot read the volume config from storage server 0: {e}"))
     })?;
     let n = servers.addrs().len();
     let (tx, _) = watch::channel(Some(Arc::new(first.clone())));
