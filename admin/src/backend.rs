@@ -1,9 +1,8 @@
 //! What the HTTP layer needs from a gateway, and the JSON shapes it returns.
 
-use crate::config::Limits;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use xlator::volume::CacheConfig;
+use volume::{CacheConfig, Limits};
 
 /// Why an admin request failed; each variant is one HTTP status.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -63,6 +62,25 @@ impl AdminError {
             v["field"] = serde_json::Value::String(f.clone());
         }
         v
+    }
+}
+
+/// The control plane's refusals, each as its HTTP status: a rule broken →
+/// 400 naming the field, the epoch moved → 409, no authority → 503.
+impl From<volume::Error> for AdminError {
+    fn from(e: volume::Error) -> AdminError {
+        match e {
+            volume::Error::Invalid(i) => AdminError::from(i),
+            volume::Error::Conflict(m) => AdminError::Conflict(m),
+            volume::Error::Unavailable(m) => AdminError::Unavailable(m),
+            volume::Error::Internal(m) => AdminError::Internal(m),
+        }
+    }
+}
+
+impl From<volume::Invalid> for AdminError {
+    fn from(i: volume::Invalid) -> AdminError {
+        AdminError::bad(i.field, i.message)
     }
 }
 
@@ -162,10 +180,10 @@ pub struct FlushReport {
     pub nodes: Vec<NodeFlush>,
 }
 
-/// A gateway as the admin API sees it. The HTTP layer validates every change
-/// (options table, [`Limits`], node reachability) before calling
-/// [`AdminBackend::apply_config`], so a backend only has to make a valid
-/// change take effect everywhere — or nowhere.
+/// A gateway as the admin API sees it. The HTTP layer admits every change
+/// (`volume::change::admit`: options table, [`Limits`], node reachability)
+/// before calling [`AdminBackend::apply_config`], so a backend only has to
+/// make a valid change take effect everywhere — or nowhere.
 #[async_trait]
 pub trait AdminBackend: Send + Sync + 'static {
     async fn status(&self) -> Result<Status, AdminError>;
@@ -187,14 +205,6 @@ pub trait AdminBackend: Send + Sync + 'static {
     /// Per-node health and counters (the same list as in `status`).
     async fn cache_nodes(&self) -> Result<Vec<NodeStatus>, AdminError> {
         Ok(self.status().await?.cache_nodes)
-    }
-
-    /// Check that a cache node answers before it joins the pool.
-    async fn probe_node(&self, addr: &str) -> Result<(), AdminError> {
-        crate::probe::memcached_version(addr, crate::probe::PROBE_TIMEOUT)
-            .await
-            .map(|_| ())
-            .map_err(|e| AdminError::bad("addr", format!("cache node {addr} is unreachable: {e}")))
     }
 
     /// Drop every item of the bank (and unfence fenced nodes).

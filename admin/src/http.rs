@@ -1,8 +1,7 @@
-//! Routes, authentication and the read-validate-apply path of every change.
+//! Routes, authentication and the read-admit-apply path of every change.
 
 use crate::auth;
 use crate::backend::{AdminBackend, AdminError};
-use crate::config::{validate, validate_node_addr, ConfigUpdate};
 use axum::body::Bytes;
 use axum::extract::{Query, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -14,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use std::future::Future;
 use std::sync::Arc;
 use tokio::net::TcpListener;
-use xlator::volume::CacheConfig;
+use volume::options::check_node_addr;
+use volume::{CacheConfig, ConfigUpdate};
 
 #[derive(Clone)]
 struct App {
@@ -118,7 +118,7 @@ async fn get_config(State(app): State<App>) -> Reply {
 }
 
 async fn options() -> Response {
-    json(StatusCode::OK, &crate::options::table())
+    json(StatusCode::OK, &volume::options::table())
 }
 
 async fn openapi() -> Response {
@@ -126,8 +126,8 @@ async fn openapi() -> Response {
 }
 
 async fn put_config(State(app): State<App>, body: Bytes) -> Reply {
-    let update = ConfigUpdate::from_json(&body)?;
-    let cfg = change(&app, |cur| update.merge(cur)).await?;
+    let update = parse_update(&body)?;
+    let cfg = change(&app, |cur| Ok(update.merge(cur)?)).await?;
     Ok(json(StatusCode::OK, &cfg))
 }
 
@@ -157,7 +157,7 @@ fn node_request(query: &QueryMap, body: &[u8]) -> Result<String, AdminError> {
 
 async fn add_node(State(app): State<App>, query: QueryMap, body: Bytes) -> Reply {
     let addr = node_request(&query, &body)?;
-    validate_node_addr(&addr)?;
+    check_node_addr(&addr)?;
     let cfg = change(&app, |cur| {
         if cur.nodes.contains(&addr) {
             return Err(AdminError::Conflict(format!("cache node {addr} is already in the pool")));
@@ -194,9 +194,27 @@ async fn flush(State(app): State<App>) -> Reply {
     Ok(json(StatusCode::OK, &report))
 }
 
-/// Read the current config, compute the proposed one, validate all of it and
-/// probe new nodes, and only then hand it to the backend: a refused change
-/// has touched nothing. A change that changes nothing keeps the epoch.
+/// A `PUT /api/v1/config` body: unknown fields refused, and named ("unknown
+/// field `blocksize`, expected one of ...").
+pub fn parse_update(body: &[u8]) -> Result<ConfigUpdate, AdminError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(AdminError::BadRequest { field: None, message: "empty body: expected a JSON object".into() });
+    }
+    serde_json::from_slice(body).map_err(|e| AdminError::BadRequest {
+        field: unknown_field(&e.to_string()),
+        message: format!("invalid config: {e}"),
+    })
+}
+
+fn unknown_field(msg: &str) -> Option<String> {
+    let rest = msg.strip_prefix("unknown field `")?;
+    Some(rest[..rest.find('`')?].to_string())
+}
+
+/// Read the current config, compute the proposed one, have the control
+/// plane admit it (all of it validated, new nodes probed), and only then
+/// hand it to the backend: a refused change has touched nothing. A change
+/// that changes nothing keeps the epoch.
 async fn change(
     app: &App,
     f: impl FnOnce(&CacheConfig) -> Result<CacheConfig, AdminError>,
@@ -204,15 +222,28 @@ async fn change(
     let _one_at_a_time = app.changing.lock().await;
     let cur = app.backend.config().await?;
     let next = f(&cur)?;
-    validate(&next, &app.backend.limits(&next.nodes).await)?;
-    if next == cur {
+    let limits = app.backend.limits(&next.nodes).await;
+    let Some(next) = volume::change::admit(&cur, next, &limits).await? else {
         return Ok(cur);
-    }
-    for n in next.nodes.iter().filter(|n| !cur.nodes.contains(n)) {
-        app.backend.probe_node(n).await?;
-    }
+    };
     let installed = app.backend.apply_config(next).await?;
     tracing::info!(epoch = installed.epoch, block_size = installed.block_size, placement = ?installed.placement,
         nodes = ?installed.nodes, "volume cache config changed through the admin API");
     Ok(installed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_fields_are_refused_and_named() {
+        let e = parse_update(br#"{"blocksize": 4096}"#).unwrap_err();
+        assert_eq!(e, AdminError::BadRequest { field: Some("blocksize".into()), message: e.to_string() });
+        assert!(e.to_string().contains("blocksize"));
+        let e = parse_update(br#"{"placement": "random"}"#).unwrap_err();
+        assert!(e.to_string().contains("random"), "{e}");
+        assert!(parse_update(b"  ").is_err());
+        assert_eq!(parse_update(br#"{"block_size": 4096}"#).unwrap().block_size, Some(4096));
+    }
 }

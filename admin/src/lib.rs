@@ -6,22 +6,23 @@
 //!
 //! ```text
 //!  imca ctl / curl ──HTTP──> admin::serve (axum)
-//!                               │  validate (options table, limits), auth (bearer token)
+//!                               │  auth (bearer token); volume::change::admit (options table, limits, probe)
 //!                               v
 //!                         dyn AdminBackend  (gateway/src/admin.rs: the real one)
-//!                               │  rollout: SetVolumeConfig(epoch+1) → server 0 (authority), then the rest
+//!                               │  volume::rollout: SetVolumeConfig(epoch+1) → server 0 (authority), then the rest
 //!                               v
 //!                         storage servers ──stamp epoch on every reply──> every gateway
 //! ```
 //!
-//! The crate knows nothing about FUSE, translators or the wire protocol: the
-//! gateway plugs those in through [`AdminBackend`] (status, config, flush)
-//! and [`rollout::VolumeServers`] (read/compare-and-set each server's copy of
-//! the config). [`lease`] is how every gateway holds that config (renewed
-//! from server 0 every half lease, withdrawn when it cannot be renewed) and
-//! hands it to CMCache. Keeping the HTTP layer, the validation rules and the rollout
-//! order here lets them be tested in-process with a fake backend, while the
-//! whole-system tests in `imca/tests/ops_*.rs` exercise the real one.
+//! This crate is only the HTTP face: routes, auth, JSON shapes, the client
+//! `imca ctl` uses and the OpenAPI document. What a valid config is, how a
+//! change is admitted (validated, joining nodes probed) and installed, the
+//! lease, fencing and rollout are the `volume` crate's; every change made
+//! here goes through `volume::change::admit`, as `imca mount --cache-nodes`
+//! does. The gateway plugs itself in through [`AdminBackend`] (status,
+//! config, limits, apply, flush), so the HTTP layer is tested in-process
+//! with a fake backend, while the whole-system tests in
+//! `imca/tests/ops_*.rs` exercise the real one.
 //!
 //! Task model: one axum server task per gateway; handlers are short and call
 //! the backend, which does the network work (probing a cache node, rolling a
@@ -30,17 +31,12 @@
 pub mod auth;
 mod backend;
 pub mod client;
-pub mod config;
-pub mod fence;
 mod http;
-pub mod lease;
 pub mod openapi;
-pub mod options;
-pub mod probe;
-pub mod rollout;
 
 pub use backend::{
     AdminBackend, AdminError, FlushReport, GatewayInfo, NodeFlush, NodeStatus, OpHitRatio, ServerStatus, Status,
 };
-pub use config::{ConfigUpdate, Limits};
-pub use http::{router, serve};
+pub use http::{parse_update, router, serve};
+/// The config types this API reads and writes, from their home.
+pub use volume::{CacheConfig, ConfigUpdate, Limits};

@@ -12,10 +12,9 @@ pub fn document() -> serde_json::Value {
 mod tests {
     use super::*;
     use crate::backend::*;
-    use crate::config::ConfigUpdate;
     use serde::Serialize;
     use std::collections::BTreeSet;
-    use xlator::volume::CacheConfig;
+    use volume::{CacheConfig, ConfigUpdate};
 
     fn keys<T: Serialize>(v: &T) -> BTreeSet<String> {
         serde_json::to_value(v).unwrap().as_object().unwrap().keys().cloned().collect()
@@ -42,7 +41,7 @@ mod tests {
         assert_eq!(schema_keys(&d, "GatewayInfo"), keys(&GatewayInfo::default()));
         assert_eq!(schema_keys(&d, "FlushReport"), keys(&FlushReport::default()));
         assert_eq!(schema_keys(&d, "NodeFlush"), keys(&NodeFlush::default()));
-        assert_eq!(schema_keys(&d, "OptionSpec"), keys(&crate::options::table()[0]));
+        assert_eq!(schema_keys(&d, "OptionSpec"), keys(&volume::options::table()[0]));
         let full = ConfigUpdate {
             epoch: Some(1),
             volume: Some("v".into()),

@@ -7,7 +7,7 @@ use admin::{AdminBackend, AdminError, FlushReport, Limits, NodeFlush, NodeStatus
 use async_trait::async_trait;
 use std::sync::{Arc, Mutex};
 use tokio::net::TcpListener;
-use xlator::volume::CacheConfig;
+use volume::CacheConfig;
 
 #[derive(Default)]
 struct Fake {

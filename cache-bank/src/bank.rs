@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use xlator::volume::Placement;
+use volume::Placement;
 
 #[derive(Clone, Debug)]
 pub struct BankOptions {
@@ -46,7 +46,7 @@ pub fn set_default_rdma(on: bool) {
 impl Default for BankOptions {
     fn default() -> Self {
         BankOptions {
-            timeout: Duration::from_millis(xlator::volume::DEFAULT_BANK_TIMEOUT_MS),
+            timeout: Duration::from_millis(volume::DEFAULT_BANK_TIMEOUT_MS),
             connect_timeout: Duration::from_millis(200),
             rdma: DEFAULT_RDMA.load(AtomicOrdering::Relaxed),
         }

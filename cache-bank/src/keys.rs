@@ -8,9 +8,15 @@
 //! imca:<vol>:<epoch>:d:<parent fid>:<name hash>   directory entry
 //! imca:<vol>:<epoch>:b:<block size>:<fid>:<n>     data block n
 //! ```
+//!
+//! `<vol>` is the volume name verbatim: `volume::name` allows only names
+//! that are valid in a key and contain no `:`, so distinct volumes sharing
+//! a bank (`a.b` and `a_b`) never share a key. Nothing here rewrites a name;
+//! a config with a name the rule refuses never gets a layout
+//! (`volume::usable`).
 
 use crate::placement::CacheKey;
-use xlator::volume::CacheConfig;
+use volume::CacheConfig;
 use xlator::FileId;
 
 /// Builds the keys of one volume at one epoch and block size.
@@ -31,19 +37,12 @@ pub fn fnv64(data: &[u8]) -> u64 {
     h
 }
 
-fn safe_volume(v: &str) -> String {
-    let s: String =
-        v.chars().take(48).map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
-    if s.is_empty() {
-        "vol".into()
-    } else {
-        s
-    }
-}
-
 impl Keys {
+    /// `volume` must follow `volume::name`'s rule (checked by every config's
+    /// validation, and by `volume::usable` before a layout is built).
     pub fn new(volume: &str, epoch: u64, block_size: u32) -> Keys {
-        Keys { prefix: format!("imca:{}:{}", safe_volume(volume), epoch), block_size }
+        debug_assert!(volume::name::check_name(volume).is_ok(), "volume name {volume:?} reached the key builder");
+        Keys { prefix: format!("imca:{volume}:{epoch}"), block_size }
     }
 
     pub fn from_config(c: &CacheConfig) -> Keys {
@@ -83,12 +82,27 @@ mod tests {
 
     #[test]
     fn keys_follow_memcached_rules() {
-        let k = Keys::new("a volume with spaces and ünïcode and a very long name indeed, longer than any", u64::MAX, 1 << 20);
+        // the longest name the rule allows, with its every character, at the largest numbers
+        let name: String = "Az09._-".chars().cycle().take(volume::name::MAX_NAME_LEN).collect();
+        let k = Keys::new(&name, u64::MAX, u32::MAX);
         let fid = FileId(u128::MAX);
         for key in [k.stat(fid), k.dentry(fid, &"x".repeat(255)), k.block(fid, u64::MAX)] {
             assert!(key.key.len() <= 250, "{}", key.key);
             assert!(key.key.bytes().all(|b| b.is_ascii_graphic()), "{}", key.key);
         }
+    }
+
+    #[test]
+    fn volume_names_are_used_verbatim_so_similar_names_never_share_a_key() {
+        let fid = FileId(7);
+        let (dot, underscore) = (Keys::new("a.b", 1, 4096), Keys::new("a_b", 1, 4096));
+        assert_ne!(dot.stat(fid), underscore.stat(fid));
+        assert_ne!(dot.dentry(fid, "x"), underscore.dentry(fid, "x"));
+        assert_ne!(dot.block(fid, 0), underscore.block(fid, 0));
+        assert!(dot.stat(fid).key.starts_with("imca:a.b:1:s:"), "{}", dot.stat(fid).key);
+        // a name is never cut: two long names differing only at the end stay apart
+        let long = "v".repeat(volume::name::MAX_NAME_LEN - 1);
+        assert_ne!(Keys::new(&format!("{long}1"), 1, 4096).stat(fid), Keys::new(&format!("{long}2"), 1, 4096).stat(fid));
     }
 
     #[test]

@@ -18,6 +18,8 @@
 //!   back the node off; writers wait for acknowledgements in order.
 //! - [`keys`] and [`value`]: key naming (by file id, never by path) and the
 //!   self-checking value format.
+//! - [`layout`]: the keys and bank under one volume config, built once for
+//!   both translators.
 //!
 //! Speaks memcached's classic text protocol (get/gets/set/add/cas/delete),
 //! which every memcached-compatible server implements identically; values
@@ -36,6 +38,7 @@ mod bank;
 mod conn;
 mod error;
 pub mod keys;
+pub mod layout;
 mod md5;
 pub mod metrics;
 mod node;
@@ -48,4 +51,5 @@ pub mod value;
 pub use bank::{set_default_rdma, Bank, BankOptions, Hit, Update};
 pub use error::BankError;
 pub use keys::Keys;
+pub use layout::{Layout, LayoutSlot};
 pub use placement::{CacheKey, Ring};

@@ -3,7 +3,7 @@
 //! ketama-compatible consistent hashing (a pool change moves ~1/M of keys).
 
 use crate::md5;
-use xlator::volume::Placement;
+use volume::Placement;
 
 /// A key as the bank sees it: the memcached key text and, for data blocks,
 /// a stripe number (file hash + block number) that modulo placement uses so

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use cache_bank::{value, Bank, BankOptions, CacheKey, Update};
 use memcached::{Memcached, SIGCONT, SIGSTOP};
 use std::time::{Duration, Instant};
-use xlator::volume::Placement;
+use volume::Placement;
 
 fn opts() -> BankOptions {
     // generous: the test machine is small and busy

@@ -1,18 +1,17 @@
-//! The gateway's side of the admin API: the [`admin::AdminBackend`] over
-//! this gateway's graph and protocol-clients, the [`VolumeServers`] the
-//! rollout and the config lease talk to, and starting both.
+//! The gateway's side of the volume control plane and the admin API: the
+//! [`VolumeServers`] the rollout and the config lease talk to, installing
+//! `--cache-nodes` at mount, the [`admin::AdminBackend`] over this gateway's
+//! graph and protocol-clients, and starting them.
 //!
 //! ```text
 //!  admin::serve ─> GatewayAdmin ─┬─ status: graph names, per-server GetVolumeConfig, node `stats`, metrics
-//!                                ├─ apply_config: admin::rollout over StorageServers (server 0 first)
+//!                                ├─ apply_config: volume::rollout over StorageServers (server 0 first)
 //!                                └─ flush: flush_all on every node
-//!  protocol-client epoch stamps ─> admin::lease::ConfigLease ─> watch<Option<Arc<CacheConfig>>> ─> CMCache
+//!  imca mount --cache-nodes ─> install_cache_nodes: volume::change::admit, then volume::rollout
+//!  protocol-client epoch stamps ─> volume::lease::ConfigLease ─> watch<Option<Arc<CacheConfig>>> ─> CMCache
 //! ```
 
-use admin::lease::ConfigLease;
-use admin::probe;
-use admin::rollout::{self, SetOutcome, VolumeServers};
-use admin::{AdminBackend, AdminError, FlushReport, GatewayInfo, Limits, NodeFlush, NodeStatus, OpHitRatio};
+use admin::{AdminBackend, AdminError, FlushReport, GatewayInfo, NodeFlush, NodeStatus, OpHitRatio};
 use admin::{ServerStatus, Status};
 use async_trait::async_trait;
 use protocol_client::ProtocolClient;
@@ -20,7 +19,10 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use xlator::volume::CacheConfig;
+use volume::lease::ConfigLease;
+use volume::probe;
+use volume::rollout::{self, SetOutcome, VolumeServers};
+use volume::{CacheConfig, ConfigUpdate, Limits};
 
 /// Bound on one admin-initiated storage call (config read/set, status probe).
 const ADMIN_CALL_TIMEOUT: Duration = Duration::from_secs(3);
@@ -67,13 +69,35 @@ impl VolumeServers for StorageServers {
     }
 }
 
+/// `imca mount --cache-nodes`: make `nodes` the volume's pool, admitted like
+/// any change made through the admin API (the whole config validated, new
+/// nodes probed) and installed by one rollout, which bumps the epoch;
+/// nothing happens when the volume already uses exactly these nodes.
+///
+/// The stripe unit is not part of the limits here: the mount changes only
+/// the pool, and a gateway whose stripe unit the volume's block size does
+/// not divide still works (CMCache then serves no blocks from the bank).
+pub async fn install_cache_nodes(servers: &StorageServers, nodes: &[String]) -> Result<(), volume::Error> {
+    let cur = servers
+        .get(0)
+        .await
+        .map_err(|e| volume::Error::Unavailable(format!("reading the volume config from storage server 0: {e}")))?;
+    let next = ConfigUpdate { nodes: Some(nodes.to_vec()), ..Default::default() }.merge(&cur)?;
+    let limits = probe::limits(None, &next.nodes).await;
+    if let Some(next) = volume::change::admit(&cur, next, &limits).await? {
+        let r = rollout::rollout(servers, next).await?;
+        tracing::info!(epoch = r.installed.epoch, nodes = ?r.installed.nodes, "installed --cache-nodes");
+    }
+    Ok(())
+}
+
 /// Start the config lease over `servers` and feed it every reply's epoch
 /// stamp. Needs server 0 to answer now.
 pub async fn start_lease(
     servers: Arc<StorageServers>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<ConfigLease> {
-    let lease = admin::lease::start(servers.clone(), shutdown).await?;
+    let lease = volume::lease::start(servers.clone(), shutdown).await?;
     let mut held = lease.subscribe();
     tokio::spawn(async move {
         loop {
@@ -189,16 +213,9 @@ impl AdminBackend for GatewayAdmin {
         })
     }
 
-    /// The stripe unit, and the smallest `-I` among the nodes that answer
-    /// `stats settings` (memcached's default when none does).
+    /// This gateway's stripe unit, and the nodes' item limit.
     async fn limits(&self, nodes: &[String]) -> Limits {
-        let limits = futures::future::join_all(nodes.iter().map(|n| probe::memcached_settings(n, NODE_TIMEOUT))).await;
-        let item_limit = limits
-            .iter()
-            .filter_map(|r| r.as_ref().ok()?.get("item_size_max")?.parse::<u32>().ok())
-            .min()
-            .unwrap_or(admin::config::DEFAULT_ITEM_LIMIT);
-        Limits { stripe_unit: self.stripe_unit, item_limit, ..Limits::default() }
+        probe::limits(Some(self.stripe_unit), nodes).await
     }
 
     async fn apply_config(&self, proposed: CacheConfig) -> Result<CacheConfig, AdminError> {

@@ -15,7 +15,7 @@ pub struct GraphConfig {
     pub stripe_unit: u64,
     /// cache-node addresses given on the command line (empty: no cache)
     pub cache_nodes: Vec<String>,
-    /// the volume's cache config under the gateway's lease (admin::lease);
+    /// the volume's cache config under the gateway's lease (volume::lease);
     /// None: no CMCache in the graph
     pub volume_config: Option<tokio::sync::watch::Receiver<cmcache::HeldConfig>>,
 }

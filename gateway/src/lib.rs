@@ -134,18 +134,12 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
             let _ = rx.wait_for(|s| *s).await;
         }
     };
-    // The volume's cache config, held under a lease (admin::lease): CMCache
+    // The volume's cache config, held under a lease (volume::lease): CMCache
     // uses it for keys and bypasses the bank while it is withdrawn.
     let servers = std::sync::Arc::new(admin::StorageServers::new(clients.clone(), args.storage_servers.clone()));
-    // `--cache-nodes` names the bank: install it in the volume config (one
-    // rollout, which bumps the epoch) unless the volume already uses it.
+    // `--cache-nodes` names the bank: install it as an admin change would be.
     if !args.cache_nodes.is_empty() {
-        use ::admin::rollout::VolumeServers;
-        let cur = servers.get(0).await.map_err(|e| anyhow::anyhow!("reading the volume config: {e}"))?;
-        if cur.nodes != args.cache_nodes {
-            let proposed = xlator::volume::CacheConfig { nodes: args.cache_nodes.clone(), ..cur };
-            ::admin::rollout::rollout(&*servers, proposed).await.context("installing --cache-nodes")?;
-        }
+        admin::install_cache_nodes(&servers, &args.cache_nodes).await.context("installing --cache-nodes")?;
     }
     let lease = admin::start_lease(servers.clone(), stopped()).await?;
     let graph = graph::build(
@@ -216,7 +210,7 @@ async fn admin_slot(
     args: &Args,
     graph: &graph::Graph,
     servers: std::sync::Arc<admin::StorageServers>,
-    lease: ::admin::lease::ConfigLease,
+    lease: volume::lease::ConfigLease,
     stopped: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<Option<String>> {
     let Some(addr) = &args.admin else { return Ok(None) };

@@ -16,7 +16,7 @@ mod show;
 use admin::client::Client;
 use anyhow::{bail, Context};
 use std::path::{Path, PathBuf};
-use xlator::volume::CacheConfig;
+use volume::CacheConfig;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

@@ -190,7 +190,7 @@ async fn two_gateways_random_ops_threaded_mode() {
 /// Every placement, and blocks as small as allowed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_gateways_random_ops_crc32_and_modulo_small_blocks() {
-    use xlator::volume::Placement;
+    use volume::Placement;
     random_ops_with(Spec { placement: Placement::Crc32, block_size: 256, ..Default::default() }, 0x1ca_0004, 600).await;
     random_ops_with(Spec { placement: Placement::Modulo, block_size: 4096, ..Default::default() }, 0x1ca_0005, 600).await;
 }

@@ -11,7 +11,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use xlator::volume::CacheConfig;
+use volume::CacheConfig;
 
 /// Generous for a loaded 2-core machine; the lease itself is 1 s.
 const PROPAGATION_DEADLINE: Duration = Duration::from_secs(10);

@@ -146,17 +146,20 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
     ));
     let volume = Arc::new(Volume::open(&posix_xl.posix().meta_path()).context("opening the volume config")?);
     if args.cache_nodes.is_some() || args.volume.is_some() || args.block_size.is_some() {
-        let c = volume.update(|c| {
-            if let Some(n) = &args.cache_nodes {
-                c.nodes = n.iter().filter(|s| !s.is_empty()).cloned().collect();
-            }
-            if let Some(v) = &args.volume {
-                c.volume = v.clone();
-            }
-            if let Some(b) = args.block_size {
-                c.block_size = b;
-            }
-        })?;
+        // Held to the same options table as every other change (Volume::update validates).
+        let c = volume
+            .update(|c| {
+                if let Some(n) = &args.cache_nodes {
+                    c.nodes = n.iter().filter(|s| !s.is_empty()).cloned().collect();
+                }
+                if let Some(v) = &args.volume {
+                    c.volume = v.clone();
+                }
+                if let Some(b) = args.block_size {
+                    c.block_size = b;
+                }
+            })
+            .context("imca storage --cache-nodes / --volume / --block-size")?;
         tracing::info!(epoch = c.epoch, nodes = ?c.nodes, "volume config");
     }
     let rdma = transport::select::use_rdma(args.transport, "storage server").map_err(anyhow::Error::msg)?;
@@ -260,4 +263,31 @@ pub fn write_ready(path: &std::path::Path, v: &serde_json::Value) -> std::io::Re
     tmp.push(".tmp");
     std::fs::write(&tmp, serde_json::to_vec(v)?)?;
     std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The flags are refused with the rule they break, before anything listens.
+    #[tokio::test]
+    async fn volume_flags_follow_the_options_table() {
+        let dir = tempfile::tempdir().unwrap();
+        for (set, words) in [
+            (&(|a: &mut Args| a.block_size = Some(1000)) as &dyn Fn(&mut Args), "not a power of two"),
+            (&|a: &mut Args| a.volume = Some("my vol".into()), "volume name \"my vol\""),
+            (&|a: &mut Args| a.volume = Some("v".repeat(49)), "49 characters"),
+            (&|a: &mut Args| a.cache_nodes = Some(vec!["no-port".into()]), "not host:port"),
+        ] {
+            let mut args = Args::new(dir.path());
+            set(&mut args);
+            let e = format!("{:#}", start(args).await.err().expect("refused"));
+            assert!(e.contains("--block-size") && e.contains(words), "{e}");
+        }
+        let mut args = Args::new(dir.path());
+        args.volume = Some("a.b".into());
+        let s = start(args).await.unwrap();
+        assert_eq!(s.volume.current().volume, "a.b", "used as given, never rewritten");
+        s.shutdown().await;
+    }
 }

@@ -202,7 +202,7 @@ async fn volume_config_compare_and_set_and_epoch_watch() {
     assert_eq!(*watch.borrow_and_update(), 2);
     // Persisted, and the server's watch handle saw it.
     assert_eq!(e.server.volume.current(), next);
-    let on_disk: xlator::volume::CacheConfig =
+    let on_disk: volume::CacheConfig =
         serde_json::from_slice(&std::fs::read(e.export.join(".imca/volume.json")).unwrap()).unwrap();
     assert_eq!(on_disk, next);
     // Invalid block size: refused.

@@ -517,7 +517,7 @@ fn bank(addr: &str, rdma: bool) -> cache_bank::Bank {
         connect_timeout: Duration::from_secs(20),
         rdma,
     };
-    cache_bank::Bank::new(&[addr.to_string()], xlator::volume::Placement::Crc32, o)
+    cache_bank::Bank::new(&[addr.to_string()], volume::Placement::Crc32, o)
 }
 
 fn ckey(i: usize) -> cache_bank::CacheKey {

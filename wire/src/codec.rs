@@ -2,7 +2,7 @@
 
 use crate::WireError;
 use bytes::{BufMut, Bytes, BytesMut};
-use xlator::volume::{CacheConfig, Placement};
+use volume::{CacheConfig, Placement};
 use xlator::*;
 
 pub(crate) type Res<T> = Result<T, WireError>;

@@ -5,7 +5,7 @@ use crate::codec::{Dec, Enc, R};
 use crate::WireError;
 use bytes::{BufMut, Bytes, BytesMut};
 use transport::Message;
-use xlator::volume::CacheConfig;
+use volume::CacheConfig;
 use xlator::*;
 
 /// The successful outcome of a request.

@@ -6,7 +6,7 @@ use crate::codec::{Field, R};
 use crate::WireError;
 use bytes::{BufMut, Bytes, BytesMut};
 use transport::Message;
-use xlator::volume::CacheConfig;
+use volume::CacheConfig;
 use xlator::*;
 
 /// Opcodes of the messages that are not file operations (above every fop's).

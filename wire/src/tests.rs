@@ -4,7 +4,7 @@ use crate::*;
 use bytes::Bytes;
 use proptest::prelude::*;
 use transport::Message;
-use xlator::volume::{CacheConfig, Placement};
+use volume::{CacheConfig, Placement};
 use xlator::*;
 
 fn fid() -> impl Strategy<Value = FileId> {

@@ -24,7 +24,6 @@ mod error;
 pub mod fops;
 mod translator;
 pub mod types;
-pub mod volume;
 
 pub use error::{FsError, FsResult};
 pub use around::{Around, Wrap};

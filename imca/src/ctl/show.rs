@@ -3,7 +3,7 @@
 
 use admin::{FlushReport, NodeStatus, Status};
 use std::fmt::Write;
-use xlator::volume::CacheConfig;
+use volume::CacheConfig;
 
 /// Columns padded to their widest cell; the last column is not padded.
 pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {

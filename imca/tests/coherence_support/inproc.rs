@@ -11,7 +11,7 @@ use smcache::{SmCache, SmOptions};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
-use xlator::volume::{CacheConfig, Placement};
+use volume::{CacheConfig, Placement};
 use xlator::Next;
 
 pub struct Pipeline {

@@ -4,12 +4,12 @@ use crate::metrics;
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 use cache_bank::value::{self, Kind};
-use cache_bank::{Bank, BankOptions, CacheKey, Hit, Keys, Update};
+use cache_bank::{CacheKey, Hit, Layout, LayoutSlot, Update};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
-use xlator::volume::CacheConfig;
+use volume::CacheConfig;
 use xlator::*;
 
 /// What the gateway holds: the config under a lease, or `None` (bypass).
@@ -17,18 +17,10 @@ pub type HeldConfig = Option<Arc<CacheConfig>>;
 
 const MAX_HINTS: usize = 200_000;
 
-struct Layout {
-    epoch: u64,
-    nodes: Vec<String>,
-    placement: xlator::volume::Placement,
-    keys: Keys,
-    bank: Arc<Bank>,
-}
-
 pub struct CmCache {
     below: Next,
     config: watch::Receiver<HeldConfig>,
-    layout: Mutex<Option<Arc<Layout>>>,
+    layout: LayoutSlot,
     /// (parent, name) -> the child's id last seen: lets a lookup fetch the
     /// entry and the child's stat in one round trip. Only a guess: the
     /// entry fetched with it decides.
@@ -46,7 +38,7 @@ impl CmCache {
         CmCache {
             below,
             config,
-            layout: Mutex::new(None),
+            layout: LayoutSlot::default(),
             hints: Mutex::new(HashMap::new()),
             timeout: None,
             stripe_unit: None,
@@ -65,37 +57,11 @@ impl CmCache {
         self
     }
 
+    /// The layout of the config held (`None`: no lease, or no usable
+    /// config: bypass the bank). Built by cache-bank, as SMCache's is.
     fn layout(&self) -> Option<Arc<Layout>> {
         let held = self.config.borrow().clone()?;
-        if held.nodes.is_empty() || held.block_size < 256 || !held.block_size.is_power_of_two() {
-            return None;
-        }
-        let mut cur = self.layout.lock().unwrap();
-        if let Some(l) = &*cur {
-            if l.epoch == held.epoch {
-                return Some(l.clone());
-            }
-        }
-        let bank = match &*cur {
-            Some(l) if l.nodes == held.nodes && l.placement == held.placement => l.bank.clone(),
-            _ => Arc::new(Bank::new(
-                &held.nodes,
-                held.placement,
-                BankOptions {
-                    timeout: self.timeout.unwrap_or(Duration::from_millis(held.timeout_ms.max(1))),
-                    ..Default::default()
-                },
-            )),
-        };
-        let l = Arc::new(Layout {
-            epoch: held.epoch,
-            nodes: held.nodes.clone(),
-            placement: held.placement,
-            keys: Keys::from_config(&held),
-            bank,
-        });
-        *cur = Some(l.clone());
-        Some(l)
+        self.layout.follow(&held, self.timeout, |_| {})
     }
 
     fn hint(&self, parent: FileId, name: &str) -> Option<FileId> {

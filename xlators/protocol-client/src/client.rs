@@ -6,7 +6,7 @@ use tokio::sync::watch;
 use transport::tcp::{TcpClient, TcpClientOptions};
 use transport::{RpcClient, TransportError};
 use wire::{decode_reply, Reply, Request};
-use xlator::volume::CacheConfig;
+use volume::CacheConfig;
 use xlator::{FsError, FsResult};
 
 pub const DEFAULT_OP_TIMEOUT: Duration = Duration::from_secs(10);

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use transport::{Message, RpcService};
 use wire::{encode_reply, Reply, Request};
-use xlator::volume::CacheConfig;
+use volume::CacheConfig;
 use xlator::*;
 
 struct Liar;

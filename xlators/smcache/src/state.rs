@@ -2,66 +2,44 @@
 //!
 //! When the config changes (new epoch), the replaced layout is kept for one
 //! lease: gateways may still read the old epoch's keys until their lease
-//! runs out, so mutations keep deleting those too (see `admin::lease`).
+//! runs out, so mutations keep deleting those too (see `volume::lease`).
 //! Every layout replaced less than a lease ago is kept, not just the last:
 //! two changes within one lease (a fence, then a re-admission) leave two
 //! epochs that gateways may still read.
 
-use cache_bank::{Bank, BankOptions, Keys};
+use cache_bank::LayoutSlot;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
-use xlator::volume::CacheConfig;
+use volume::CacheConfig;
 
-pub struct Layout {
-    pub config: CacheConfig,
-    pub bank: Arc<Bank>,
-    pub keys: Keys,
-}
+/// Built by cache-bank, as CMCache's is.
+pub use cache_bank::Layout;
 
 pub struct Layouts {
     rx: watch::Receiver<CacheConfig>,
-    cur: Mutex<(u64, Option<Arc<Layout>>)>,
+    cur: LayoutSlot,
     /// replaced layouts, each with the instant its lease runs out
     prev: Mutex<Vec<(Arc<Layout>, Instant)>>,
 }
 
-fn usable(c: &CacheConfig) -> bool {
-    !c.nodes.is_empty() && c.block_size >= 256 && c.block_size.is_power_of_two()
-}
-
 impl Layouts {
     pub fn new(rx: watch::Receiver<CacheConfig>) -> Layouts {
-        Layouts { rx, cur: Mutex::new((0, None)), prev: Mutex::new(Vec::new()) }
+        Layouts { rx, cur: LayoutSlot::default(), prev: Mutex::new(Vec::new()) }
     }
 
     /// The layout to use now; `None` = no cache for this volume.
     pub fn current(&self) -> Option<Arc<Layout>> {
         let cfg = self.rx.borrow();
-        let mut cur = self.cur.lock().unwrap();
-        if cur.0 == cfg.epoch && cur.0 != 0 {
-            return cur.1.clone();
-        }
-        let old = cur.1.take();
-        let next = usable(&cfg).then(|| {
-            // keep connections when only the block size or epoch changed
-            let bank = match &old {
-                Some(o) if o.config.nodes == cfg.nodes && o.config.placement == cfg.placement => o.bank.clone(),
-                _ => Arc::new(Bank::new(
-                    &cfg.nodes,
-                    cfg.placement,
-                    BankOptions { timeout: Duration::from_millis(cfg.timeout_ms.max(1)), ..Default::default() },
-                )),
-            };
-            Arc::new(Layout { keys: Keys::from_config(&cfg), config: cfg.clone(), bank })
-        });
-        if let Some(o) = old {
-            let lease = Duration::from_millis(o.config.lease_ms.max(cfg.lease_ms)) + Duration::from_millis(100);
-            self.prev.lock().unwrap().push((o, Instant::now() + lease));
-        }
-        tracing::info!(epoch = cfg.epoch, nodes = ?cfg.nodes, block_size = cfg.block_size, "SMCache layout");
-        *cur = (cfg.epoch, next.clone());
-        next
+        // Recorded before any mutation can get the new layout, so every
+        // mutation that uses it also deletes the replaced epoch's keys.
+        self.cur.follow(&cfg, None, |replaced| {
+            if let Some(o) = replaced {
+                let lease = Duration::from_millis(o.config.lease_ms.max(cfg.lease_ms)) + Duration::from_millis(100);
+                self.prev.lock().unwrap().push((o, Instant::now() + lease));
+            }
+            tracing::info!(epoch = cfg.epoch, nodes = ?cfg.nodes, block_size = cfg.block_size, "SMCache layout");
+        })
     }
 
     /// The layouts replaced less than a lease ago, whose keys gateways may

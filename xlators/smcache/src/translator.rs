@@ -10,7 +10,7 @@ use cache_bank::BankError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
-use xlator::volume::{CacheConfig, FenceRequests};
+use volume::{CacheConfig, FenceRequests};
 use xlator::*;
 
 /// How long a mutation waits for a cache node to confirm its changes before
@@ -82,7 +82,7 @@ impl Inner {
     /// A node that cannot confirm before the deadline (frozen, partitioned)
     /// is not waited for forever and does not turn the mutation into an
     /// error: we ask the gateways to fence it (move it out of the pool under
-    /// a new epoch, see `admin::lease`), wait until that config is in force
+    /// a new epoch, see `volume::lease`), wait until that config is in force
     /// here, and then until the replaced epoch's lease has run out — after
     /// that no gateway reads a key the stuck node may still hold. Only if
     /// no fence comes within a few leases is the answer EIO.
