@@ -1,13 +1,11 @@
-//! The gateway's side of the volume control plane and the admin API: the
-//! [`VolumeServers`] the rollout and the config lease talk to, installing
-//! `--cache-nodes` at mount, the [`admin::AdminBackend`] over this gateway's
-//! graph and protocol-clients, and starting them.
+//! The gateway's side of the admin API: the [`admin::AdminBackend`] over
+//! this gateway's graph and protocol-clients, the [`VolumeServers`] the
+//! rollout and the config lease talk to, and starting both.
 //!
 //! ```text
 //!  admin::serve ─> GatewayAdmin ─┬─ status: graph names, per-server GetVolumeConfig, node `stats`, metrics
 //!                                ├─ apply_config: volume::rollout over StorageServers (server 0 first)
 //!                                └─ flush: flush_all on every node
-//!  imca mount --cache-nodes ─> install_cache_nodes: volume::change::admit, then volume::rollout
 //!  protocol-client epoch stamps ─> volume::lease::ConfigLease ─> watch<Option<Arc<CacheConfig>>> ─> CMCache
 //! ```
 
@@ -22,7 +20,7 @@ use std::time::{Duration, Instant};
 use volume::lease::ConfigLease;
 use volume::probe;
 use volume::rollout::{self, SetOutcome, VolumeServers};
-use volume::{CacheConfig, ConfigUpdate, Limits};
+use volume::{CacheConfig, Limits};
 
 /// Bound on one admin-initiated storage call (config read/set, status probe).
 const ADMIN_CALL_TIMEOUT: Duration = Duration::from_secs(3);
@@ -67,28 +65,6 @@ impl VolumeServers for StorageServers {
         let (accepted, cur) = bounded(self.clients[server].set_volume_config(new.clone())).await?;
         Ok(if accepted { SetOutcome::Installed } else { SetOutcome::Stale(cur) })
     }
-}
-
-/// `imca mount --cache-nodes`: make `nodes` the volume's pool, admitted like
-/// any change made through the admin API (the whole config validated, new
-/// nodes probed) and installed by one rollout, which bumps the epoch;
-/// nothing happens when the volume already uses exactly these nodes.
-///
-/// The stripe unit is not part of the limits here: the mount changes only
-/// the pool, and a gateway whose stripe unit the volume's block size does
-/// not divide still works (CMCache then serves no blocks from the bank).
-pub async fn install_cache_nodes(servers: &StorageServers, nodes: &[String]) -> Result<(), volume::Error> {
-    let cur = servers
-        .get(0)
-        .await
-        .map_err(|e| volume::Error::Unavailable(format!("reading the volume config from storage server 0: {e}")))?;
-    let next = ConfigUpdate { nodes: Some(nodes.to_vec()), ..Default::default() }.merge(&cur)?;
-    let limits = probe::limits(None, &next.nodes).await;
-    if let Some(next) = volume::change::admit(&cur, next, &limits).await? {
-        let r = rollout::rollout(servers, next).await?;
-        tracing::info!(epoch = r.installed.epoch, nodes = ?r.installed.nodes, "installed --cache-nodes");
-    }
-    Ok(())
 }
 
 /// Start the config lease over `servers` and feed it every reply's epoch

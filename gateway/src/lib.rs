@@ -139,7 +139,7 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
     let servers = std::sync::Arc::new(admin::StorageServers::new(clients.clone(), args.storage_servers.clone()));
     // `--cache-nodes` names the bank: install it as an admin change would be.
     if !args.cache_nodes.is_empty() {
-        admin::install_cache_nodes(&servers, &args.cache_nodes).await.context("installing --cache-nodes")?;
+        volume::change::install_nodes(&*servers, &args.cache_nodes).await.context("installing --cache-nodes")?;
     }
     let lease = admin::start_lease(servers.clone(), stopped()).await?;
     let graph = graph::build(
