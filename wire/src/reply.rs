@@ -29,7 +29,7 @@ pub enum Reply {
     /// get/set volume config: whether a set was accepted, and the config the
     /// server keeps now (the new one if accepted, else the current one), and
     /// the cache nodes this server asks to have fenced (see
-    /// `xlator::volume::FenceRequests`)
+    /// `volume::FenceRequests`)
     Config { accepted: bool, config: CacheConfig, fence: Vec<String> },
 }
 

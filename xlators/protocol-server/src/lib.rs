@@ -14,7 +14,7 @@
 mod metrics;
 
 use metrics::Metrics;
-use ::volume::Volume;
+use volume::Volume;
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Instant;
