@@ -1,0 +1,60 @@
+//! # memory — a leaf translator that keeps a whole file tree in memory
+//!
+//! ```text
+//!  [translator under test, e.g. SMCache, CMCache -> SMCache] -> memory
+//!                                                  (instead of posix over an export dir)
+//! ```
+//!
+//! A stand-in for `posix` in translator tests: no export directory, no
+//! blocking pool, no syscalls, so a test can run thousands of operations in
+//! milliseconds and count exactly which calls reached the leaf ([`Op`],
+//! [`Memory::calls`]).
+//!
+//! It answers like posix (the reference; `tests/differential.rs` runs the
+//! same random operations against both and compares every answer):
+//!
+//! - the same errnos in the same order of checks (ENOENT, EEXIST, ENOTDIR,
+//!   EISDIR, ENOTEMPTY, ENAMETOOLONG, EINVAL for bad names, ELOOP for a
+//!   symlink on the way, the hidden `.imca` at the root);
+//! - file ids are the caller's (`NewFile::fid`); a `Loc` is resolved by its
+//!   id first for non-directories (posix's per-fid hard link), else by path,
+//!   and a path holding another id than the one asked for is ENOENT;
+//! - rename with `noreplace` / `exchange` and the kernel's ancestor rules,
+//!   hard links and `nlink` (directories: 2 + subdirectories), `user.*`
+//!   xattrs only, readdir cookies that survive inserts and removals, reads
+//!   short only at end of file;
+//! - posix's fd cache, as if it never evicted: a file once opened, created,
+//!   read, written or truncated stays reachable by id after its last name
+//!   is gone, until `release`.
+//!
+//! Not modelled: permissions (every caller is root), sparse allocation
+//! (`blocks` counts every byte), set-id bits cleared by chown, a fifo that
+//! blocks on fsync. Files are capped at [`MAX_FILE`] bytes (EFBIG beyond):
+//! the data is really held in memory.
+//!
+//! Task model: one mutex around the tree, held for one operation, never
+//! across an await; calls answer on the caller's task.
+
+mod calls;
+mod data;
+mod dir;
+mod namespace;
+mod rename;
+mod translator;
+mod tree;
+mod xattr;
+
+pub use calls::Op;
+pub use translator::Memory;
+
+use std::sync::Arc;
+
+/// Largest single read (posix's limit too).
+pub const MAX_READ: u32 = 32 * 1024 * 1024;
+/// Largest file this leaf keeps (its bytes live in this process).
+pub const MAX_FILE: u64 = 256 * 1024 * 1024;
+
+/// Convenience: an empty tree as a translator.
+pub fn memory() -> Arc<Memory> {
+    Arc::new(Memory::new())
+}

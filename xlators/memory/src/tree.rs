@@ -1,0 +1,287 @@
+//! The tree: an inode table keyed by file id, and how a `Loc` or a name
+//! reaches an inode — with posix's checks, in posix's order, so both leaves
+//! fail the same call with the same errno.
+
+use crate::dir::Dir;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::{SystemTime, UNIX_EPOCH};
+use xlator::*;
+
+/// posix keeps its own state in this directory at the export root; clients
+/// can neither see it nor create it, and so it is here.
+pub(crate) const META_DIR: &str = ".imca";
+pub(crate) const HIDDEN_XATTR_PREFIX: &str = "user.imca.";
+const PATH_MAX: usize = libc::PATH_MAX as usize;
+/// What a directory reports as its size (ext4's for a small directory).
+const DIR_SIZE: u64 = 4096;
+
+pub(crate) enum Content {
+    File(Vec<u8>),
+    Dir(Dir),
+    Symlink(String),
+    /// fifo, socket, device
+    Other,
+}
+
+pub(crate) struct Inode {
+    pub content: Content,
+    pub perm: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub rdev: u32,
+    /// names of a non-directory (directories: see `Fs::attr`)
+    pub links: u32,
+    /// a directory's parent (for rename's ancestor rules)
+    pub parent: FileId,
+    pub atime: Timestamp,
+    pub mtime: Timestamp,
+    pub ctime: Timestamp,
+    pub xattrs: BTreeMap<String, Vec<u8>>,
+}
+
+impl Inode {
+    pub fn new(content: Content, perm: u32, owner: Owner, parent: FileId) -> Inode {
+        let t = now();
+        Inode {
+            content,
+            perm: perm & 0o7777,
+            uid: owner.uid,
+            gid: owner.gid,
+            rdev: 0,
+            links: 1,
+            parent,
+            atime: t,
+            mtime: t,
+            ctime: t,
+            xattrs: BTreeMap::new(),
+        }
+    }
+
+    pub fn kind(&self) -> FileKind {
+        match self.content {
+            Content::File(_) => FileKind::File,
+            Content::Dir(_) => FileKind::Dir,
+            Content::Symlink(_) => FileKind::Symlink,
+            Content::Other => FileKind::Other,
+        }
+    }
+
+    pub fn dir(&self) -> Option<&Dir> {
+        match &self.content {
+            Content::Dir(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    pub fn dir_mut(&mut self) -> Option<&mut Dir> {
+        match &mut self.content {
+            Content::Dir(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    pub fn touch_ctime(&mut self) {
+        self.ctime = now();
+    }
+
+    /// Data or entries changed.
+    pub fn touch_mtime(&mut self) {
+        let t = now();
+        self.mtime = t;
+        self.ctime = t;
+    }
+}
+
+pub(crate) struct Fs {
+    pub inodes: HashMap<FileId, Inode>,
+    /// Files posix would hold a cached fd for: reachable by id even after
+    /// their last name is gone, until released.
+    pub open: HashSet<FileId>,
+}
+
+pub(crate) fn now() -> Timestamp {
+    let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    Timestamp { secs: d.as_secs() as i64, nsecs: d.subsec_nanos() }
+}
+
+pub(crate) fn err<T>(e: i32) -> FsResult<T> {
+    Err(FsError(e))
+}
+
+/// A single name as a client may use it.
+pub(crate) fn check_name(name: &str) -> FsResult<()> {
+    if name.len() > 255 {
+        return err(libc::ENAMETOOLONG);
+    }
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
+        return err(libc::EINVAL);
+    }
+    Ok(())
+}
+
+/// A relative path as a client may send it (nothing under `.imca`).
+pub(crate) fn check_path(path: &str) -> FsResult<()> {
+    if path.is_empty() {
+        return Ok(());
+    }
+    if path.len() >= PATH_MAX {
+        return err(libc::ENAMETOOLONG);
+    }
+    for (i, c) in path.split('/').enumerate() {
+        check_name(c)?;
+        if i == 0 && c == META_DIR {
+            return err(libc::ENOENT);
+        }
+    }
+    Ok(())
+}
+
+impl Fs {
+    pub fn new() -> Fs {
+        let mut root = Inode::new(Content::Dir(Dir::default()), 0o755, Owner::default(), FileId::ROOT);
+        root.links = 0;
+        Fs { inodes: HashMap::from([(FileId::ROOT, root)]), open: HashSet::new() }
+    }
+
+    pub fn inode(&self, fid: FileId) -> &Inode {
+        &self.inodes[&fid]
+    }
+
+    pub fn inode_mut(&mut self, fid: FileId) -> &mut Inode {
+        self.inodes.get_mut(&fid).expect("a resolved id is in the table")
+    }
+
+    pub fn dir(&self, fid: FileId) -> &Dir {
+        self.inode(fid).dir().expect("a resolved directory")
+    }
+
+    pub fn dir_mut(&mut self, fid: FileId) -> &mut Dir {
+        self.inode_mut(fid).dir_mut().expect("a resolved directory")
+    }
+
+    /// Resolve a location: a non-directory by its id when the id is known
+    /// (posix's per-fid link, which survives renames elsewhere), else by
+    /// path, checked against the id.
+    pub fn resolve(&self, loc: &Loc) -> FsResult<FileId> {
+        check_path(&loc.path)?;
+        if loc.fid == Some(FileId::ROOT) || (loc.path.is_empty() && loc.fid.is_none()) {
+            return Ok(FileId::ROOT);
+        }
+        if let Some(fid) = loc.fid {
+            if self.inodes.get(&fid).is_some_and(|i| i.kind() != FileKind::Dir) {
+                return Ok(fid);
+            }
+        }
+        let found = self.walk(&loc.path)?;
+        match loc.fid {
+            // The name now holds another file: the one asked for is gone.
+            Some(want) if want != found => err(libc::ENOENT),
+            _ => Ok(found),
+        }
+    }
+
+    /// Resolve a location that must be a directory.
+    pub fn resolve_dir(&self, loc: &Loc) -> FsResult<FileId> {
+        let fid = self.resolve(loc)?;
+        if self.inode(fid).kind() != FileKind::Dir {
+            return err(libc::ENOTDIR);
+        }
+        Ok(fid)
+    }
+
+    /// A validated path from the root; no symlink may be crossed (posix
+    /// opens with RESOLVE_NO_SYMLINKS), a trailing one is the result.
+    fn walk(&self, path: &str) -> FsResult<FileId> {
+        let mut at = FileId::ROOT;
+        if path.is_empty() {
+            return Ok(at);
+        }
+        for c in path.split('/') {
+            match &self.inode(at).content {
+                Content::Dir(d) => at = d.get(c).ok_or(FsError::ENOENT)?.fid,
+                Content::Symlink(_) => return err(libc::ELOOP),
+                _ => return err(libc::ENOTDIR),
+            }
+        }
+        Ok(at)
+    }
+
+    /// `name` inside directory `dir`.
+    pub fn child(&self, dir: FileId, name: &str) -> FsResult<FileId> {
+        if dir == FileId::ROOT && name == META_DIR {
+            return err(libc::ENOENT);
+        }
+        Ok(self.dir(dir).get(name).ok_or(FsError::ENOENT)?.fid)
+    }
+
+    /// A name that may be created or renamed to inside `dir`.
+    pub fn check_new_name(&self, dir: FileId, name: &str) -> FsResult<()> {
+        check_name(name)?;
+        if dir == FileId::ROOT && name == META_DIR {
+            return err(libc::EPERM);
+        }
+        Ok(())
+    }
+
+    /// Whether `a` is `b` or one of its ancestors (both directories).
+    pub fn is_ancestor_or_self(&self, a: FileId, mut b: FileId) -> bool {
+        loop {
+            if a == b {
+                return true;
+            }
+            if b == FileId::ROOT {
+                return false;
+            }
+            b = self.inode(b).parent;
+        }
+    }
+
+    pub fn attr(&self, fid: FileId) -> Attr {
+        let i = self.inode(fid);
+        let (size, nlink) = match &i.content {
+            Content::File(d) => (d.len() as u64, i.links),
+            Content::Dir(d) => (DIR_SIZE, 2 + d.subdirs()),
+            Content::Symlink(t) => (t.len() as u64, i.links),
+            Content::Other => (0, i.links),
+        };
+        Attr {
+            fid,
+            kind: i.kind(),
+            size,
+            // every byte allocated: nothing is sparse here
+            blocks: size.div_ceil(512),
+            perm: i.perm,
+            nlink,
+            uid: i.uid,
+            gid: i.gid,
+            rdev: i.rdev,
+            atime: i.atime,
+            mtime: i.mtime,
+            ctime: i.ctime,
+        }
+    }
+
+    /// Add a new object under `dir` as `name`.
+    pub fn add(&mut self, dir: FileId, name: &str, fid: FileId, inode: Inode) {
+        let is_dir = inode.kind() == FileKind::Dir;
+        self.inodes.insert(fid, inode);
+        let d = self.inode_mut(dir);
+        d.touch_mtime();
+        d.dir_mut().expect("a resolved directory").insert(name, fid, is_dir);
+    }
+
+    /// One name of a non-directory went away: its attributes if names
+    /// remain; else `None`, and it is forgotten unless it is open.
+    pub fn unlinked(&mut self, fid: FileId) -> Option<Attr> {
+        let i = self.inode_mut(fid);
+        i.links -= 1;
+        i.touch_ctime();
+        if i.links > 0 {
+            return Some(self.attr(fid));
+        }
+        if !self.open.contains(&fid) {
+            self.inodes.remove(&fid);
+        }
+        None
+    }
+}

@@ -1,0 +1,39 @@
+//! # testkit — what a translator's own tests stand on
+//!
+//! ```text
+//!  test ──> [CMCache ->] SMCache ──> memory leaf          (the stack: tests/support/ of each crate)
+//!                │    │
+//!                │    └── TestVolume: the volume config, as the servers' and the gateways' watch channels
+//!                v
+//!           TestBank: N real cache nodes (cache_node::start on 127.0.0.1:0) in this process
+//!                └── View: the bank under one config — peek at stat/dentry/block keys, plant values
+//! ```
+//!
+//! A dev-dependency only. It depends on neither `cmcache` nor `smcache`, so
+//! both can use it without a dependency cycle; each crate's
+//! `tests/support/` builds its translator over these parts in a few lines.
+//!
+//! Nothing here sleeps to wait for start-up: a node is listening when
+//! [`TestBank::start`] returns. [`eventually`] polls a condition for the
+//! one thing that is asynchronous by design (SMCache's queued populates).
+
+mod bank;
+mod files;
+mod volume;
+
+pub use bank::{NodeState, TestBank, View};
+pub use files::{at, fid, new_file, path, root};
+pub use memory::{memory, Memory, Op};
+pub use volume::TestVolume;
+
+use std::time::{Duration, Instant};
+
+/// Wait until `cond` holds (polling every millisecond), or fail the test
+/// after five seconds naming `what`.
+pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let give_up = Instant::now() + Duration::from_secs(5);
+    while !cond() {
+        assert!(Instant::now() < give_up, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
