@@ -1,0 +1,151 @@
+//! One operation with its arguments, run against a translator, answered as
+//! a string that keeps what both leaves must agree on.
+
+use bytes::Bytes;
+use std::sync::Arc;
+use xlator::*;
+
+#[derive(Debug, Clone)]
+pub enum Call {
+    Lookup(Loc, String),
+    Getattr(Loc),
+    Setattr(Loc, SetAttr),
+    Readlink(Loc),
+    Mknod(Loc, NewFile, u32, u32),
+    Mkdir(Loc, NewFile),
+    Create(Loc, NewFile, i32),
+    Symlink(Loc, NewFile, String),
+    Link(Loc, Loc, String),
+    Unlink(Loc, String),
+    Rmdir(Loc, String),
+    Rename(Loc, String, Loc, String, RenameFlags),
+    Open(Loc, i32),
+    Release(Loc),
+    Read(Loc, u64, u32),
+    /// offset, length, and a seed for the bytes (keeps the log short)
+    Write(Loc, u64, usize, u8),
+    Flush(Loc),
+    Fsync(Loc, bool),
+    /// page size, plus
+    Readdir(Loc, u32, bool),
+    Statfs,
+    Setxattr(Loc, String, Vec<u8>, XattrFlags),
+    Getxattr(Loc, String),
+    Listxattr(Loc),
+    Removexattr(Loc, String),
+}
+
+pub fn payload(len: usize, seed: u8) -> Bytes {
+    (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+}
+
+/// The attributes both leaves must agree on (not times, not allocation,
+/// not a directory's size).
+pub fn attr(a: &Attr) -> String {
+    let size = if a.kind == FileKind::Dir { "-".to_string() } else { a.size.to_string() };
+    format!(
+        "[{:?} {:?} size={size} perm={:o} nlink={} own={}:{} rdev={}]",
+        a.fid, a.kind, a.perm, a.nlink, a.uid, a.gid, a.rdev
+    )
+}
+
+fn removed(r: &Removed) -> String {
+    format!("removed {:?} remaining {:?}", r.fid, r.remaining.as_ref().map(attr))
+}
+
+fn show(r: FsResult<String>) -> String {
+    match r {
+        Ok(s) => format!("ok {s}"),
+        Err(e) => format!("{e:?}"),
+    }
+}
+
+/// A whole listing, `page` entries per call, continuing from each last
+/// entry's cookie.
+pub async fn list(x: &Arc<dyn Translator>, dir: &Loc, page: u32, plus: bool) -> FsResult<Vec<DirEntry>> {
+    let (mut out, mut cookie) = (Vec::new(), 0);
+    for _ in 0..10_000 {
+        let got = x.readdir(dir, cookie, page, plus).await?;
+        let Some(last) = got.last() else { return Ok(out) };
+        cookie = last.next;
+        out.extend(got);
+    }
+    panic!("a listing of {dir:?} never ended");
+}
+
+impl Call {
+    /// The operation's name (as `memory::Op::name` spells it).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Call::Lookup(..) => "lookup",
+            Call::Getattr(..) => "getattr",
+            Call::Setattr(..) => "setattr",
+            Call::Readlink(..) => "readlink",
+            Call::Mknod(..) => "mknod",
+            Call::Mkdir(..) => "mkdir",
+            Call::Create(..) => "create",
+            Call::Symlink(..) => "symlink",
+            Call::Link(..) => "link",
+            Call::Unlink(..) => "unlink",
+            Call::Rmdir(..) => "rmdir",
+            Call::Rename(..) => "rename",
+            Call::Open(..) => "open",
+            Call::Release(..) => "release",
+            Call::Read(..) => "read",
+            Call::Write(..) => "write",
+            Call::Flush(..) => "flush",
+            Call::Fsync(..) => "fsync",
+            Call::Readdir(..) => "readdir",
+            Call::Statfs => "statfs",
+            Call::Setxattr(..) => "setxattr",
+            Call::Getxattr(..) => "getxattr",
+            Call::Listxattr(..) => "listxattr",
+            Call::Removexattr(..) => "removexattr",
+        }
+    }
+
+    pub async fn run(&self, x: &Arc<dyn Translator>) -> String {
+        let r = match self {
+            Call::Lookup(p, n) => x.lookup(p, n).await.map(|a| attr(&a)),
+            Call::Getattr(l) => x.getattr(l).await.map(|a| attr(&a)),
+            Call::Setattr(l, s) => x.setattr(l, s).await.map(|a| attr(&a)),
+            Call::Readlink(l) => x.readlink(l).await,
+            Call::Mknod(p, n, mode, rdev) => x.mknod(p, n, *mode, *rdev).await.map(|a| attr(&a)),
+            Call::Mkdir(p, n) => x.mkdir(p, n).await.map(|a| attr(&a)),
+            Call::Create(p, n, f) => x.create(p, n, *f).await.map(|a| attr(&a)),
+            Call::Symlink(p, n, t) => x.symlink(p, n, t).await.map(|a| attr(&a)),
+            Call::Link(l, p, n) => x.link(l, p, n).await.map(|a| attr(&a)),
+            Call::Unlink(p, n) => x.unlink(p, n).await.map(|r| removed(&r)),
+            Call::Rmdir(p, n) => x.rmdir(p, n).await.map(|r| removed(&r)),
+            Call::Rename(p, n, np, nn, f) => x
+                .rename(p, n, np, nn, *f)
+                .await
+                .map(|r| format!("moved {:?} replaced {:?}", r.moved, r.replaced.as_ref().map(removed))),
+            Call::Open(l, f) => x.open(l, *f).await.map(|()| String::new()),
+            Call::Release(l) => x.release(l).await.map(|()| String::new()),
+            Call::Read(l, off, size) => x.read(l, *off, *size).await.map(|d| format!("{d:?}")),
+            Call::Write(l, off, len, seed) => x
+                .write(l, *off, payload(*len, *seed))
+                .await
+                .map(|r| format!("wrote {} {:?}", r.written, r.attr.as_ref().map(attr))),
+            Call::Flush(l) => x.flush(l).await.map(|()| String::new()),
+            Call::Fsync(l, d) => x.fsync(l, *d).await.map(|()| String::new()),
+            Call::Readdir(l, page, plus) => list(x, l, *page, *plus).await.map(|mut v| {
+                v.sort_by(|a, b| a.name.cmp(&b.name));
+                let v: Vec<String> =
+                    v.iter().map(|e| format!("{} {:?} {:?} {:?}", e.name, e.kind, e.fid, e.attr.as_ref().map(attr))).collect();
+                v.join(", ")
+            }),
+            // the numbers are each file system's own
+            Call::Statfs => x.statfs(&Loc::root()).await.map(|_| String::new()),
+            Call::Setxattr(l, n, v, f) => x.setxattr(l, n, v, *f).await.map(|()| String::new()),
+            Call::Getxattr(l, n) => x.getxattr(l, n).await.map(|d| format!("{d:?}")),
+            Call::Listxattr(l) => x.listxattr(l).await.map(|mut v| {
+                v.sort();
+                v.join(",")
+            }),
+            Call::Removexattr(l, n) => x.removexattr(l, n).await.map(|()| String::new()),
+        };
+        show(r)
+    }
+}
