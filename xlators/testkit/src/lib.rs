@@ -25,6 +25,8 @@ pub use bank::{NodeState, TestBank, View};
 pub use files::{at, fid, new_file, path, root};
 pub use memory::{memory, Memory, Op};
 pub use volume::TestVolume;
+/// The volume config types, re-exported so tests name them in one place.
+pub use xlator::volume::{CacheConfig, FenceRequests, Placement};
 
 use std::time::{Duration, Instant};
 

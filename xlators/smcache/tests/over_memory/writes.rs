@@ -1,0 +1,154 @@
+//! Data mutations: writes rewrite the blocks they cover, size changes drop
+//! the blocks past the new end, every change drops the file's stat — all
+//! confirmed by the bank before the call returns.
+
+use crate::support::{fid, opts, pattern, Stack};
+use bytes::Bytes;
+use smcache::SmOptions;
+use testkit::{at, path, TestBank};
+use xlator::*;
+
+const BS: u32 = 4096;
+
+#[tokio::test]
+async fn a_write_rewrites_every_covering_block_and_drops_the_stat_before_answering() {
+    let s = Stack::start(2, BS).await;
+    let v = s.view();
+    let f = s.create("f").await;
+    let junk = b"junk from an earlier layout of this file";
+    for n in 0..4 {
+        v.put_block(fid(&f), n, junk).await;
+    }
+    v.put_stat(&s.sm.getattr(&f).await.unwrap()).await;
+
+    // [1000, 11000): block 0 partly, block 1 whole, block 2 partly (to EOF)
+    let data = pattern(10_000, 1);
+    let r = s.sm.write(&f, 1000, data.clone()).await.unwrap();
+    assert_eq!(r.written, 10_000);
+
+    assert!(!v.has_stat_key(fid(&f)), "the stat is dropped before the write is answered");
+    assert_eq!(v.block(fid(&f), 0).unwrap(), s.disk(&f, 0, 4096).await, "a partial block is read back from disk");
+    assert_eq!(v.block(fid(&f), 1).unwrap(), data.slice(3096..7192), "a whole block comes from the payload");
+    assert_eq!(v.block(fid(&f), 2).unwrap(), s.disk(&f, 8192, 12_288).await, "the last block ends at EOF");
+    assert_eq!(v.block(fid(&f), 2).unwrap().len(), 11_000 - 8192);
+    assert_eq!(&v.block(fid(&f), 3).unwrap()[..], junk, "a block the write does not cover is not touched");
+}
+
+#[tokio::test]
+async fn a_write_by_path_still_keys_blocks_by_file_id() {
+    let s = Stack::start(1, BS).await;
+    let f = s.create("f").await;
+    s.sm.write(&path("f"), 0, pattern(BS as usize, 2)).await.unwrap();
+    assert_eq!(s.view().block(fid(&f), 0).unwrap(), pattern(BS as usize, 2));
+}
+
+#[tokio::test]
+async fn a_shrink_drops_the_blocks_past_the_new_end() {
+    let s = Stack::start(2, BS).await;
+    let v = s.view();
+    let f = s.create("f").await;
+    s.sm.write(&f, 0, pattern(5 * BS as usize, 3)).await.unwrap();
+    assert!((0..5).all(|n| v.block(fid(&f), n).is_some()), "a write stores the blocks it covers");
+
+    v.put_stat(&s.sm.getattr(&f).await.unwrap()).await;
+    s.sm.setattr(&f, &SetAttr { size: Some(BS as u64 + 100), ..Default::default() }).await.unwrap();
+    assert!(!v.has_stat_key(fid(&f)));
+    assert!(v.block(fid(&f), 0).is_some(), "a block wholly before the new end stays");
+    assert!((1..5).all(|n| v.block(fid(&f), n).is_none()), "the block holding the new end and all after go");
+
+    // growing changes no block (they are all still right), only the stat
+    s.sm.write(&f, 0, pattern(3 * BS as usize, 4)).await.unwrap();
+    v.put_stat(&s.sm.getattr(&f).await.unwrap()).await;
+    s.sm.setattr(&f, &SetAttr { size: Some(10 * BS as u64), ..Default::default() }).await.unwrap();
+    assert!(!v.has_stat_key(fid(&f)));
+    assert!((0..3).all(|n| v.block(fid(&f), n).is_some()));
+}
+
+#[tokio::test]
+async fn truncating_opens_and_creates_drop_every_block() {
+    let s = Stack::start(2, BS).await;
+    let v = s.view();
+    let f = s.create("f").await;
+    let fill = |seed| pattern(3 * BS as usize, seed);
+
+    s.sm.write(&f, 0, fill(5)).await.unwrap();
+    s.sm.open(&f, libc::O_RDONLY | libc::O_TRUNC).await.unwrap();
+    assert!((0..3).all(|n| v.block(fid(&f), n).is_some()), "O_TRUNC without write access truncates nothing");
+    s.sm.open(&f, libc::O_WRONLY | libc::O_TRUNC).await.unwrap();
+    assert!((0..3).all(|n| v.block(fid(&f), n).is_none()));
+
+    s.sm.write(&f, 0, fill(6)).await.unwrap();
+    let again = NewFile { exclusive: false, ..testkit::new_file("f") };
+    let a = s.sm.create(&Loc::root(), &again, libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC).await.unwrap();
+    assert_eq!((a.fid, a.size), (fid(&f), 0), "creating an existing name opens it");
+    assert!((0..3).all(|n| v.block(fid(&f), n).is_none()));
+}
+
+#[tokio::test]
+async fn attribute_and_xattr_changes_drop_the_stat() {
+    let s = Stack::start(2, BS).await;
+    let v = s.view();
+    let f = s.create("f").await;
+    let a = s.sm.getattr(&f).await.unwrap();
+    v.put_stat(&a).await;
+    s.sm.setattr(&f, &SetAttr { perm: Some(0o600), ..Default::default() }).await.unwrap();
+    assert!(!v.has_stat_key(fid(&f)), "setattr leaves the stat in the bank");
+    v.put_stat(&a).await;
+    s.sm.setxattr(&f, "user.k", b"v", XattrFlags::default()).await.unwrap();
+    assert!(!v.has_stat_key(fid(&f)), "setxattr leaves the stat in the bank");
+    v.put_stat(&a).await;
+    s.sm.removexattr(&f, "user.k").await.unwrap();
+    assert!(!v.has_stat_key(fid(&f)), "removexattr leaves the stat in the bank");
+}
+
+/// The dissertation's threaded mode: a write deletes its blocks before it
+/// answers and puts them back afterwards. A reader may see a miss, never
+/// the blocks from before the write.
+#[tokio::test]
+async fn threaded_mode_deletes_then_repopulates_never_stale() {
+    let bank = TestBank::start(2).await;
+    let config = bank.config(BS);
+    let s = Stack::over(bank, config, SmOptions { threaded: true, ..opts() });
+    let v = s.view();
+    let f = s.create("f").await;
+    s.sm.write(&f, 0, pattern(4 * BS as usize, 7)).await.unwrap();
+    testkit::eventually("the first write's blocks", || (0..4).all(|n| v.block(fid(&f), n).is_some())).await;
+
+    let new = pattern(4 * BS as usize, 8);
+    s.sm.write(&f, 0, new.clone()).await.unwrap();
+    let want = |n: u64| new.slice((n * BS as u64) as usize..((n + 1) * BS as u64) as usize);
+    testkit::eventually("the rewritten blocks", || {
+        (0..4).all(|n| match v.block(fid(&f), n) {
+            None => false,
+            Some(b) => {
+                assert_eq!(b, want(n), "block {n} from before the write");
+                true
+            }
+        })
+    })
+    .await;
+}
+
+/// After a config change (new epoch and block size) gateways may read the
+/// old epoch's keys until their lease runs out, so a mutation deletes those
+/// too, mapped onto the old block size.
+#[tokio::test]
+async fn a_mutation_deletes_the_previous_epochs_keys_within_a_lease() {
+    let s = Stack::start(2, BS).await;
+    let mut long = s.volume.config();
+    long.lease_ms = 60_000;
+    s.volume.set(long);
+    let old = s.view();
+    let f = s.create("f").await;
+    s.sm.write(&f, 0, pattern(4 * BS as usize, 9)).await.unwrap();
+    old.put_stat(&s.sm.getattr(&f).await.unwrap()).await;
+    assert!((0..4).all(|n| old.block(fid(&f), n).is_some()));
+
+    s.volume.set_server(s.volume.next(|c| c.block_size = 2 * BS));
+    let new = s.view();
+    s.sm.write(&f, 2 * BS as u64 + 10, Bytes::from_static(b"x")).await.unwrap();
+    assert!(!old.has_stat_key(fid(&f)), "the old epoch's stat goes too");
+    assert!(old.block(fid(&f), 2).is_none() && old.block(fid(&f), 3).is_none(), "both old blocks under new block 1");
+    assert!(old.block(fid(&f), 0).is_some() && old.block(fid(&f), 1).is_some(), "old blocks the write misses stay");
+    assert_eq!(new.block(fid(&f), 1).unwrap(), s.disk(&at("f", fid(&f)), 2 * BS as u64, 4 * BS as u64).await);
+}
