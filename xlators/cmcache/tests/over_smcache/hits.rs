@@ -1,0 +1,104 @@
+//! What CMCache answers from the bank: once warm, getattr, lookup and read
+//! do not reach the storage server at all.
+
+use crate::support::{counts, pattern, reached, Spec, Stack};
+use testkit::{eventually, Op};
+use xlator::*;
+
+const BS: u64 = 4096;
+
+#[tokio::test]
+async fn repeated_getattr_is_answered_by_the_bank() {
+    let s = Stack::start(Spec::default()).await;
+    let f = s.file("f", b"some bytes").await;
+    let before = counts(&s);
+    let a = s.gw().getattr(&f).await.unwrap();
+    assert_eq!(reached(&s, before), (0, 1, 0), "the first getattr is a miss");
+    for _ in 0..10 {
+        assert_eq!(s.gw().getattr(&f).await.unwrap(), a);
+    }
+    assert_eq!(reached(&s, before), (0, 1, 0), "the next ten are hits");
+    assert_eq!(a, s.disk().getattr(&f).await.unwrap());
+}
+
+#[tokio::test]
+async fn repeated_lookup_is_answered_by_the_bank() {
+    let s = Stack::start(Spec::default()).await;
+    s.file("f", b"x").await;
+    let before = counts(&s);
+    let a = s.gw().lookup(&Loc::root(), "f").await.unwrap();
+    assert_eq!(reached(&s, before), (0, 0, 1), "a cold lookup asks the server and stores the entry");
+    // the entry is cached now; the child's stat comes with the next lookup
+    assert_eq!(s.gw().lookup(&Loc::root(), "f").await.unwrap(), a);
+    let warm = counts(&s);
+    for _ in 0..10 {
+        assert_eq!(s.gw().lookup(&Loc::root(), "f").await.unwrap(), a);
+    }
+    assert_eq!(reached(&s, warm), (0, 0, 0), "warm lookups (entry and stat in one round trip) are hits");
+    assert_eq!(s.calls(Op::Lookup), before.2 + 1, "the storage server saw one lookup in all");
+    // a missing name is not cached as missing: each lookup asks
+    for _ in 0..3 {
+        assert_eq!(s.gw().lookup(&Loc::root(), "nothing").await.unwrap_err(), FsError::ENOENT);
+    }
+    assert_eq!(s.calls(Op::Lookup), before.2 + 4);
+}
+
+#[tokio::test]
+async fn repeated_reads_are_answered_by_the_bank() {
+    let s = Stack::start(Spec::default()).await;
+    let data = pattern(5 * BS as usize + 1000, 1);
+    // written through the stack: SMCache stores every covering block
+    let f = s.file("f", &data).await;
+    let size = data.len() as u64;
+    let before = counts(&s);
+    for (off, len) in [(0, size), (100, 3 * BS), (BS, BS), (size - 10, 10), (4 * BS + 7, 2000)] {
+        let got = s.gw().read(&f, off, len as u32).await.unwrap();
+        assert_eq!(got, data.slice(off as usize..(off + len) as usize), "[{off}, +{len})");
+    }
+    assert_eq!(reached(&s, before).0, 0, "no read reached the storage server");
+
+    // past the end: the blocks there were never written; the first read
+    // populates them (empty), the next is a hit
+    let tail = s.gw().read(&f, size - 10, 3 * BS as u32).await.unwrap();
+    assert_eq!(tail, data.slice(data.len() - 10..), "short at EOF");
+    let v = s.view();
+    eventually("the empty blocks past EOF", || v.block(f.fid.unwrap(), 8).is_some()).await;
+    let warm = counts(&s);
+    assert_eq!(s.gw().read(&f, size - 10, 3 * BS as u32).await.unwrap(), tail);
+    assert!(s.gw().read(&f, size + 2 * BS, 100).await.unwrap().is_empty());
+    assert_eq!(reached(&s, warm).0, 0);
+}
+
+#[tokio::test]
+async fn a_file_the_bank_never_saw_is_populated_by_its_first_read() {
+    let s = Stack::start(Spec::default()).await;
+    let data = pattern(3 * BS as usize, 2);
+    let f = s.on_disk("f", &data).await;
+    let before = counts(&s);
+    assert_eq!(s.gw().read(&f, 0, data.len() as u32).await.unwrap(), data);
+    assert_eq!(reached(&s, before).0, 1, "a miss is forwarded");
+    let v = s.view();
+    eventually("the storage server's populate", || (0..3).all(|n| v.block(f.fid.unwrap(), n).is_some())).await;
+    for _ in 0..5 {
+        assert_eq!(s.gw().read(&f, 0, data.len() as u32).await.unwrap(), data);
+    }
+    assert_eq!(reached(&s, before).0, 1, "then the bank answers");
+}
+
+#[tokio::test]
+async fn what_cmcache_does_not_cache_always_reaches_the_server() {
+    let s = Stack::start(Spec::default()).await;
+    let f = s.file("f", b"x").await;
+    s.gw().setxattr(&f, "user.a", b"1", XattrFlags::default()).await.unwrap();
+    s.gw().symlink(&Loc::root(), &testkit::new_file("s"), "f").await.unwrap();
+    for _ in 0..3 {
+        s.gw().readdir(&Loc::root(), 0, 100, true).await.unwrap();
+        s.gw().getxattr(&f, "user.a").await.unwrap();
+        s.gw().listxattr(&f).await.unwrap();
+        s.gw().readlink(&Loc::new("s", None)).await.unwrap();
+        s.gw().statfs(&Loc::root()).await.unwrap();
+    }
+    for op in [Op::Readdir, Op::Getxattr, Op::Listxattr, Op::Readlink, Op::Statfs] {
+        assert_eq!(s.calls(op), 3, "{}", op.name());
+    }
+}

@@ -1,0 +1,114 @@
+//! The stack under test: CMCache gateways over SMCache over a memory leaf,
+//! all following one test volume over an in-process bank.
+
+use bytes::Bytes;
+use cmcache::CmCache;
+use smcache::{SmCache, SmOptions};
+use std::sync::Arc;
+use std::time::Duration;
+use testkit::{CacheConfig, Memory, Op, TestBank, TestVolume, View};
+use xlator::*;
+
+pub struct Spec {
+    pub nodes: usize,
+    pub block_size: u32,
+    pub gateways: usize,
+    /// the stripe unit CMCache is told about (None: not told)
+    pub stripe_unit: Option<u64>,
+}
+
+impl Default for Spec {
+    fn default() -> Self {
+        Spec { nodes: 2, block_size: 4096, gateways: 1, stripe_unit: None }
+    }
+}
+
+pub struct Stack {
+    pub bank: TestBank,
+    pub volume: TestVolume,
+    /// the disk: its answers are the truth, its call counts show what the bank spared it
+    pub leaf: Arc<Memory>,
+    pub gateways: Vec<Next>,
+}
+
+impl Stack {
+    pub async fn start(spec: Spec) -> Stack {
+        let bank = TestBank::start(spec.nodes).await;
+        let config = bank.config(spec.block_size);
+        Stack::over(bank, config, spec, |sm| sm)
+    }
+
+    /// Over `bank` under `config`, with `between` wrapped around SMCache
+    /// (what the gateways see as the storage server).
+    pub fn over(bank: TestBank, config: CacheConfig, spec: Spec, between: impl FnOnce(Next) -> Next) -> Stack {
+        let volume = TestVolume::new(config);
+        let leaf = testkit::memory();
+        let opts = SmOptions { threaded: false, deadline: Duration::from_secs(10) };
+        let sm: Next = Arc::new(SmCache::new(leaf.clone(), volume.server_rx(), Arc::default(), opts));
+        let server = between(sm);
+        let gateways = (0..spec.gateways)
+            .map(|_| {
+                let cm = CmCache::new(server.clone(), volume.gateway_rx());
+                let cm = match spec.stripe_unit {
+                    Some(u) => cm.with_stripe_unit(u),
+                    None => cm,
+                };
+                Arc::new(cm) as Next
+            })
+            .collect();
+        Stack { bank, volume, leaf, gateways }
+    }
+
+    /// The first gateway.
+    pub fn gw(&self) -> &dyn Translator {
+        &*self.gateways[0]
+    }
+
+    /// The disk, asked directly.
+    pub fn disk(&self) -> &dyn Translator {
+        &*self.leaf
+    }
+
+    pub fn view(&self) -> View {
+        self.bank.view(&self.volume.config())
+    }
+
+    pub fn calls(&self, op: Op) -> u64 {
+        self.leaf.calls(op)
+    }
+
+    /// A file with `data`, created and written through the first gateway.
+    pub async fn file(&self, name: &str, data: &[u8]) -> Loc {
+        let new = testkit::new_file(name);
+        self.gw().create(&Loc::root(), &new, libc::O_RDWR | libc::O_CREAT).await.unwrap();
+        let loc = testkit::at(name, new.fid);
+        if !data.is_empty() {
+            self.gw().write(&loc, 0, Bytes::copy_from_slice(data)).await.unwrap();
+        }
+        loc
+    }
+
+    /// A file with `data` put on the disk behind every cache's back.
+    pub async fn on_disk(&self, name: &str, data: &[u8]) -> Loc {
+        let new = testkit::new_file(name);
+        self.disk().create(&Loc::root(), &new, libc::O_RDWR | libc::O_CREAT).await.unwrap();
+        let loc = testkit::at(name, new.fid);
+        self.disk().write(&loc, 0, Bytes::copy_from_slice(data)).await.unwrap();
+        loc
+    }
+}
+
+/// Distinct bytes, so a block from the wrong place never matches.
+pub fn pattern(len: usize, seed: u8) -> Bytes {
+    (0..len).map(|i| ((i / 7) as u8).wrapping_add(seed).wrapping_mul(13)).collect()
+}
+
+/// `(reads, getattrs, lookups)` that reached the leaf since `before`.
+pub fn reached(s: &Stack, before: (u64, u64, u64)) -> (u64, u64, u64) {
+    let now = counts(s);
+    (now.0 - before.0, now.1 - before.1, now.2 - before.2)
+}
+
+pub fn counts(s: &Stack) -> (u64, u64, u64) {
+    (s.calls(Op::Read), s.calls(Op::Getattr), s.calls(Op::Lookup))
+}
