@@ -193,3 +193,29 @@ impl View {
         self.put(k, v).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpStream;
+
+    #[tokio::test]
+    async fn nodes_live_die_and_stay_silent_as_asked() {
+        let bank = TestBank::with(&[NodeState::Live, NodeState::Live, NodeState::Dead, NodeState::Silent]).await;
+        let mut config = bank.config(4096);
+        config.nodes.truncate(2);
+        let v = bank.view(&config);
+        let fid = FileId(0x5eed);
+        v.put_block(fid, 0, b"block").await;
+        assert_eq!(&v.block(fid, 0).unwrap()[..], b"block");
+        assert_eq!(v.stat(fid), None);
+        assert_eq!(bank.items(), 1);
+
+        let holder = (0..2).find(|&i| bank.slots.lock().unwrap()[i].node.as_ref().unwrap().store.items() == 1).unwrap();
+        bank.kill(holder).await;
+        assert_eq!(v.block(fid, 0), None, "a dead node's items are gone");
+        let refused = |i: usize| TcpStream::connect(bank.addr(i)).is_err();
+        assert!(refused(holder) && refused(2), "dead addresses refuse connections");
+        assert!(!refused(1 - holder) && !refused(3), "live and silent ones accept");
+    }
+}
