@@ -45,7 +45,7 @@ async fn blocks_past_the_end_are_stored_empty() {
 async fn reads_wider_than_the_populate_limit_or_without_an_id_pass_through() {
     let s = Stack::start(1, BS).await;
     let v = s.view();
-    let big = s.on_disk("big", &pattern(9 << 20, 3)).await;
+    let big = s.on_disk("big", &vec![3u8; 9 << 20]).await;
     let small = s.on_disk("small", &pattern(100, 4)).await;
     let reads = s.leaf.calls(testkit::Op::Read);
     assert_eq!(s.sm.read(&big, 0, 9 << 20).await.unwrap().len(), 9 << 20);
