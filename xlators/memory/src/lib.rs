@@ -7,8 +7,8 @@
 //!
 //! A stand-in for `posix` in translator tests: no export directory, no
 //! blocking pool, no syscalls, so a test can run thousands of operations in
-//! milliseconds and count exactly which calls reached the leaf ([`Op`],
-//! [`Memory::calls`]).
+//! milliseconds and count exactly which calls reached the leaf
+//! ([`Memory::calls`], per [`xlator::Fop`]).
 //!
 //! It answers like posix (the reference; `tests/differential.rs` runs the
 //! same random operations against both and compares every answer):
@@ -44,7 +44,6 @@ mod translator;
 mod tree;
 mod xattr;
 
-pub use calls::Op;
 pub use translator::Memory;
 
 use std::sync::Arc;

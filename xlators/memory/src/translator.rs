@@ -1,6 +1,6 @@
 //! The async face of the tree: count the call, take the lock, answer.
 
-use crate::calls::{Calls, Op};
+use crate::calls::Calls;
 use crate::tree::Fs;
 use async_trait::async_trait;
 use std::sync::{Mutex, MutexGuard};
@@ -25,7 +25,7 @@ impl Memory {
     }
 
     /// How many `op` calls reached this leaf.
-    pub fn calls(&self, op: Op) -> u64 {
+    pub fn calls(&self, op: Fop) -> u64 {
         self.calls.get(op)
     }
 
@@ -44,7 +44,7 @@ impl Memory {
         self.fs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn on(&self, op: Op) -> MutexGuard<'_, Fs> {
+    fn on(&self, op: Fop) -> MutexGuard<'_, Fs> {
         self.calls.inc(op);
         self.fs()
     }
@@ -57,101 +57,101 @@ impl Translator for Memory {
     }
 
     async fn lookup(&self, parent: &Loc, name: &str) -> FsResult<Attr> {
-        self.on(Op::Lookup).lookup(parent, name)
+        self.on(Fop::Lookup).lookup(parent, name)
     }
 
     async fn getattr(&self, loc: &Loc) -> FsResult<Attr> {
-        self.on(Op::Getattr).getattr(loc)
+        self.on(Fop::Getattr).getattr(loc)
     }
 
     async fn setattr(&self, loc: &Loc, set: &SetAttr) -> FsResult<Attr> {
-        self.on(Op::Setattr).setattr(loc, set)
+        self.on(Fop::Setattr).setattr(loc, set)
     }
 
     async fn readlink(&self, loc: &Loc) -> FsResult<String> {
-        self.on(Op::Readlink).readlink(loc)
+        self.on(Fop::Readlink).readlink(loc)
     }
 
     async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Attr> {
-        self.on(Op::Mknod).mknod(parent, new, mode, rdev)
+        self.on(Fop::Mknod).mknod(parent, new, mode, rdev)
     }
 
     async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Attr> {
-        self.on(Op::Mkdir).mkdir(parent, new)
+        self.on(Fop::Mkdir).mkdir(parent, new)
     }
 
     async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
-        self.on(Op::Create).create(parent, new, flags)
+        self.on(Fop::Create).create(parent, new, flags)
     }
 
     async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Attr> {
-        self.on(Op::Symlink).symlink(parent, new, target)
+        self.on(Fop::Symlink).symlink(parent, new, target)
     }
 
     async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Attr> {
-        self.on(Op::Link).link(loc, newparent, newname)
+        self.on(Fop::Link).link(loc, newparent, newname)
     }
 
     async fn unlink(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
-        self.on(Op::Unlink).unlink(parent, name)
+        self.on(Fop::Unlink).unlink(parent, name)
     }
 
     async fn rmdir(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
-        self.on(Op::Rmdir).rmdir(parent, name)
+        self.on(Fop::Rmdir).rmdir(parent, name)
     }
 
     async fn rename(&self, parent: &Loc, name: &str, newparent: &Loc, newname: &str, flags: RenameFlags) -> FsResult<Renamed> {
-        self.on(Op::Rename).rename(parent, name, newparent, newname, flags)
+        self.on(Fop::Rename).rename(parent, name, newparent, newname, flags)
     }
 
     async fn open(&self, loc: &Loc, flags: i32) -> FsResult<()> {
-        self.on(Op::Open).open(loc, flags)
+        self.on(Fop::Open).open(loc, flags)
     }
 
     async fn release(&self, loc: &Loc) -> FsResult<()> {
-        self.on(Op::Release).release(loc);
+        self.on(Fop::Release).release(loc);
         Ok(())
     }
 
     async fn read(&self, loc: &Loc, offset: u64, size: u32) -> FsResult<Data> {
-        self.on(Op::Read).read(loc, offset, size)
+        self.on(Fop::Read).read(loc, offset, size)
     }
 
     async fn write(&self, loc: &Loc, offset: u64, data: Data) -> FsResult<WriteReply> {
-        self.on(Op::Write).write(loc, offset, &data)
+        self.on(Fop::Write).write(loc, offset, &data)
     }
 
     async fn flush(&self, _loc: &Loc) -> FsResult<()> {
         // nothing is buffered (posix answers the same, whatever the loc)
-        self.calls.inc(Op::Flush);
+        self.calls.inc(Fop::Flush);
         Ok(())
     }
 
     async fn fsync(&self, loc: &Loc, _datasync: bool) -> FsResult<()> {
-        self.on(Op::Fsync).fsync(loc)
+        self.on(Fop::Fsync).fsync(loc)
     }
 
     async fn readdir(&self, loc: &Loc, cookie: u64, max: u32, plus: bool) -> FsResult<Vec<DirEntry>> {
-        self.on(Op::Readdir).readdir(loc, cookie, max, plus)
+        self.on(Fop::Readdir).readdir(loc, cookie, max, plus)
     }
 
     async fn statfs(&self, _loc: &Loc) -> FsResult<StatFs> {
-        Ok(self.on(Op::Statfs).statfs())
+        Ok(self.on(Fop::Statfs).statfs())
     }
 
     async fn setxattr(&self, loc: &Loc, name: &str, value: &[u8], flags: XattrFlags) -> FsResult<()> {
-        self.on(Op::Setxattr).setxattr(loc, name, value, flags)
+        self.on(Fop::Setxattr).setxattr(loc, name, value, flags)
     }
 
     async fn getxattr(&self, loc: &Loc, name: &str) -> FsResult<Data> {
-        self.on(Op::Getxattr).getxattr(loc, name)
+        self.on(Fop::Getxattr).getxattr(loc, name)
     }
 
     async fn listxattr(&self, loc: &Loc) -> FsResult<Vec<String>> {
-        self.on(Op::Listxattr).listxattr(loc)
+        self.on(Fop::Listxattr).listxattr(loc)
     }
 
     async fn removexattr(&self, loc: &Loc, name: &str) -> FsResult<()> {
-        self.on(Op::Removexattr).removexattr(loc, name)
+        self.on(Fop::Removexattr).removexattr(loc, name)
     }
 }

@@ -4,7 +4,6 @@
 //! fails here with a readable message rather than at op 417 of a seed.
 
 use bytes::Bytes;
-use memory::Op;
 use std::sync::Arc;
 use xlator::*;
 
@@ -246,10 +245,10 @@ async fn calls_are_counted_per_operation() {
         x.getattr(&p("f")).await.unwrap();
     }
     let _ = x.lookup(&Loc::root(), "missing").await;
-    assert_eq!(m.calls(Op::Create), 1);
-    assert_eq!(m.calls(Op::Getattr), 3);
-    assert_eq!(m.calls(Op::Lookup), 1, "failed calls count too");
-    assert_eq!(m.calls(Op::Read), 0);
+    assert_eq!(m.calls(Fop::Create), 1);
+    assert_eq!(m.calls(Fop::Getattr), 3);
+    assert_eq!(m.calls(Fop::Lookup), 1, "failed calls count too");
+    assert_eq!(m.calls(Fop::Read), 0);
     assert_eq!(m.total_calls(), 5);
     assert_eq!(m.objects(), 2, "the root and f");
 }

@@ -23,7 +23,7 @@ mod volume;
 
 pub use bank::{NodeState, TestBank, View};
 pub use files::{at, fid, new_file, path, root};
-pub use memory::{memory, Memory, Op};
+pub use memory::{memory, Memory};
 pub use volume::TestVolume;
 /// The volume config types, re-exported so tests name them in one place.
 pub use xlator::volume::{CacheConfig, FenceRequests, Placement};

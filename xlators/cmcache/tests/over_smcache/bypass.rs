@@ -3,7 +3,7 @@
 
 use crate::support::{counts, pattern, reached, Spec, Stack};
 use bytes::Bytes;
-use testkit::{eventually, NodeState, Op, TestBank};
+use testkit::{eventually, NodeState, TestBank};
 use xlator::*;
 
 const BS: u32 = 8192;
@@ -11,13 +11,13 @@ const BS: u32 = 8192;
 /// Reads `data` from `f` `times` times through the first gateway; how many
 /// reached the disk.
 async fn reads_reaching_disk(s: &Stack, f: &Loc, data: &Bytes, times: usize) -> u64 {
-    let before = s.calls(Op::Read);
+    let before = s.calls(Fop::Read);
     for i in 0..times {
         let off = (i as u64 * 1000) % data.len() as u64;
         let got = s.gw().read(f, off, 3 * BS).await.unwrap();
         assert_eq!(got, data.slice(off as usize..(off as usize + 3 * BS as usize).min(data.len())));
     }
-    s.calls(Op::Read) - before
+    s.calls(Fop::Read) - before
 }
 
 /// A block that does not fit in one stripe unit would span two storage

@@ -10,7 +10,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use testkit::{new_file, Op, TestBank};
+use testkit::{new_file, TestBank};
 use xlator::*;
 
 const NAMES: [&str; 4] = ["a", "b", "c", "d"];
@@ -34,10 +34,10 @@ async fn check(s: &Stack, g: usize, name: &str, rng: &mut StdRng, ctx: &str, rea
     let (off, len) = (rng.random_range(0..a.size + 5000), rng.random_range(1..20_000));
     for (off, len, what) in [(0, a.size as u32 + 100, "whole"), (off, len, "range")] {
         let want = s.disk().read(&loc, off, len).await.unwrap();
-        let before = s.calls(Op::Read);
+        let before = s.calls(Fop::Read);
         assert_eq!(gw.read(&loc, off, len).await.unwrap(), want, "{ctx}: gateway {g} read {name} {what} [{off}, +{len})");
         reads.asked += 1;
-        reads.missed += s.calls(Op::Read) - before;
+        reads.missed += s.calls(Fop::Read) - before;
     }
 }
 

@@ -2,7 +2,7 @@
 //! do not reach the storage server at all.
 
 use crate::support::{counts, pattern, reached, Spec, Stack};
-use testkit::{eventually, Op};
+use testkit::eventually;
 use xlator::*;
 
 const BS: u64 = 4096;
@@ -35,12 +35,12 @@ async fn repeated_lookup_is_answered_by_the_bank() {
         assert_eq!(s.gw().lookup(&Loc::root(), "f").await.unwrap(), a);
     }
     assert_eq!(reached(&s, warm), (0, 0, 0), "warm lookups (entry and stat in one round trip) are hits");
-    assert_eq!(s.calls(Op::Lookup), before.2 + 1, "the storage server saw one lookup in all");
+    assert_eq!(s.calls(Fop::Lookup), before.2 + 1, "the storage server saw one lookup in all");
     // a missing name is not cached as missing: each lookup asks
     for _ in 0..3 {
         assert_eq!(s.gw().lookup(&Loc::root(), "nothing").await.unwrap_err(), FsError::ENOENT);
     }
-    assert_eq!(s.calls(Op::Lookup), before.2 + 4);
+    assert_eq!(s.calls(Fop::Lookup), before.2 + 4);
 }
 
 #[tokio::test]
@@ -98,7 +98,7 @@ async fn what_cmcache_does_not_cache_always_reaches_the_server() {
         s.gw().readlink(&Loc::new("s", None)).await.unwrap();
         s.gw().statfs(&Loc::root()).await.unwrap();
     }
-    for op in [Op::Readdir, Op::Getxattr, Op::Listxattr, Op::Readlink, Op::Statfs] {
+    for op in [Fop::Readdir, Fop::Getxattr, Fop::Listxattr, Fop::Readlink, Fop::Statfs] {
         assert_eq!(s.calls(op), 3, "{}", op.name());
     }
 }

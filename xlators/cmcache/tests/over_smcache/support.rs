@@ -6,7 +6,7 @@ use cmcache::CmCache;
 use smcache::{SmCache, SmOptions};
 use std::sync::Arc;
 use std::time::Duration;
-use testkit::{CacheConfig, Memory, Op, TestBank, TestVolume, View};
+use testkit::{CacheConfig, Memory, TestBank, TestVolume, View};
 use xlator::*;
 
 pub struct Spec {
@@ -73,7 +73,7 @@ impl Stack {
         self.bank.view(&self.volume.config())
     }
 
-    pub fn calls(&self, op: Op) -> u64 {
+    pub fn calls(&self, op: Fop) -> u64 {
         self.leaf.calls(op)
     }
 
@@ -110,5 +110,5 @@ pub fn reached(s: &Stack, before: (u64, u64, u64)) -> (u64, u64, u64) {
 }
 
 pub fn counts(s: &Stack) -> (u64, u64, u64) {
-    (s.calls(Op::Read), s.calls(Op::Getattr), s.calls(Op::Lookup))
+    (s.calls(Fop::Read), s.calls(Fop::Getattr), s.calls(Fop::Lookup))
 }

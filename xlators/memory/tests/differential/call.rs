@@ -74,33 +74,33 @@ pub async fn list(x: &Arc<dyn Translator>, dir: &Loc, page: u32, plus: bool) -> 
 }
 
 impl Call {
-    /// The operation's name (as `memory::Op::name` spells it).
-    pub fn name(&self) -> &'static str {
+    /// The operation this is a call of.
+    pub fn fop(&self) -> Fop {
         match self {
-            Call::Lookup(..) => "lookup",
-            Call::Getattr(..) => "getattr",
-            Call::Setattr(..) => "setattr",
-            Call::Readlink(..) => "readlink",
-            Call::Mknod(..) => "mknod",
-            Call::Mkdir(..) => "mkdir",
-            Call::Create(..) => "create",
-            Call::Symlink(..) => "symlink",
-            Call::Link(..) => "link",
-            Call::Unlink(..) => "unlink",
-            Call::Rmdir(..) => "rmdir",
-            Call::Rename(..) => "rename",
-            Call::Open(..) => "open",
-            Call::Release(..) => "release",
-            Call::Read(..) => "read",
-            Call::Write(..) => "write",
-            Call::Flush(..) => "flush",
-            Call::Fsync(..) => "fsync",
-            Call::Readdir(..) => "readdir",
-            Call::Statfs => "statfs",
-            Call::Setxattr(..) => "setxattr",
-            Call::Getxattr(..) => "getxattr",
-            Call::Listxattr(..) => "listxattr",
-            Call::Removexattr(..) => "removexattr",
+            Call::Lookup(..) => Fop::Lookup,
+            Call::Getattr(..) => Fop::Getattr,
+            Call::Setattr(..) => Fop::Setattr,
+            Call::Readlink(..) => Fop::Readlink,
+            Call::Mknod(..) => Fop::Mknod,
+            Call::Mkdir(..) => Fop::Mkdir,
+            Call::Create(..) => Fop::Create,
+            Call::Symlink(..) => Fop::Symlink,
+            Call::Link(..) => Fop::Link,
+            Call::Unlink(..) => Fop::Unlink,
+            Call::Rmdir(..) => Fop::Rmdir,
+            Call::Rename(..) => Fop::Rename,
+            Call::Open(..) => Fop::Open,
+            Call::Release(..) => Fop::Release,
+            Call::Read(..) => Fop::Read,
+            Call::Write(..) => Fop::Write,
+            Call::Flush(..) => Fop::Flush,
+            Call::Fsync(..) => Fop::Fsync,
+            Call::Readdir(..) => Fop::Readdir,
+            Call::Statfs => Fop::Statfs,
+            Call::Setxattr(..) => Fop::Setxattr,
+            Call::Getxattr(..) => Fop::Getxattr,
+            Call::Listxattr(..) => Fop::Listxattr,
+            Call::Removexattr(..) => Fop::Removexattr,
         }
     }
 

@@ -12,7 +12,6 @@ mod call;
 mod gen;
 
 use gen::Gen;
-use memory::Op;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use std::sync::Arc;
@@ -30,7 +29,7 @@ async fn differential(seed: u64, n: usize) {
     for i in 0..n {
         let call = g.call(&posix).await;
         log.push(format!("{i}: {call:?}"));
-        seen.insert(call.name());
+        seen.insert(call.fop().name());
         let want = call.run(&posix).await;
         let got = call.run(&mem).await;
         if want != got {
@@ -42,7 +41,7 @@ async fn differential(seed: u64, n: usize) {
             assert_eq!(want, got, "seed {seed:#x}: trees differ after op {i}");
         }
     }
-    for op in Op::ALL {
+    for op in Fop::ALL {
         assert!(seen.contains(op.name()), "seed {seed:#x}: no {} was generated", op.name());
     }
 }

@@ -6,13 +6,13 @@ use crate::support::{fid, opts, pattern, Stack};
 use bytes::Bytes;
 use smcache::SmOptions;
 use std::time::{Duration, Instant};
-use testkit::{new_file, NodeState, Op, TestBank};
+use testkit::{new_file, NodeState, TestBank};
 use xlator::*;
 
 const BS: u32 = 4096;
 
 /// Run `op` and check it reached the leaf as exactly one call of `want`.
-async fn one_leaf_call<T>(s: &Stack, want: Op, op: impl std::future::Future<Output = FsResult<T>>) -> T {
+async fn one_leaf_call<T>(s: &Stack, want: Fop, op: impl std::future::Future<Output = FsResult<T>>) -> T {
     let (before, total) = (s.leaf.calls(want), s.leaf.total_calls());
     let r = op.await.unwrap();
     assert_eq!((s.leaf.calls(want) - before, s.leaf.total_calls() - total), (1, 1), "{} passes straight through", want.name());
@@ -23,17 +23,17 @@ async fn pass_through(s: &Stack) {
     let root = Loc::root();
     let x = &s.sm;
     let f = new_file("f");
-    one_leaf_call(s, Op::Create, x.create(&root, &f, libc::O_RDWR | libc::O_CREAT)).await;
+    one_leaf_call(s, Fop::Create, x.create(&root, &f, libc::O_RDWR | libc::O_CREAT)).await;
     // by path only: with a cache SMCache would look up the id first
     let by_path = Loc::new("f", None);
-    one_leaf_call(s, Op::Write, x.write(&by_path, 0, pattern(3 * BS as usize, 1))).await;
-    one_leaf_call(s, Op::Read, x.read(&by_path, 0, BS)).await;
-    one_leaf_call(s, Op::Setattr, x.setattr(&by_path, &SetAttr { size: Some(10), ..Default::default() })).await;
-    one_leaf_call(s, Op::Open, x.open(&by_path, libc::O_WRONLY | libc::O_TRUNC)).await;
-    one_leaf_call(s, Op::Setxattr, x.setxattr(&by_path, "user.a", b"1", XattrFlags::default())).await;
-    one_leaf_call(s, Op::Mkdir, x.mkdir(&root, &new_file("d"))).await;
-    one_leaf_call(s, Op::Rename, x.rename(&root, "f", &Loc::new("d", None), "g", RenameFlags::default())).await;
-    one_leaf_call(s, Op::Unlink, x.unlink(&Loc::new("d", None), "g")).await;
+    one_leaf_call(s, Fop::Write, x.write(&by_path, 0, pattern(3 * BS as usize, 1))).await;
+    one_leaf_call(s, Fop::Read, x.read(&by_path, 0, BS)).await;
+    one_leaf_call(s, Fop::Setattr, x.setattr(&by_path, &SetAttr { size: Some(10), ..Default::default() })).await;
+    one_leaf_call(s, Fop::Open, x.open(&by_path, libc::O_WRONLY | libc::O_TRUNC)).await;
+    one_leaf_call(s, Fop::Setxattr, x.setxattr(&by_path, "user.a", b"1", XattrFlags::default())).await;
+    one_leaf_call(s, Fop::Mkdir, x.mkdir(&root, &new_file("d"))).await;
+    one_leaf_call(s, Fop::Rename, x.rename(&root, "f", &Loc::new("d", None), "g", RenameFlags::default())).await;
+    one_leaf_call(s, Fop::Unlink, x.unlink(&Loc::new("d", None), "g")).await;
     assert_eq!(s.bank.items(), 0, "nothing was stored");
 }
 

@@ -47,10 +47,10 @@ async fn reads_wider_than_the_populate_limit_or_without_an_id_pass_through() {
     let v = s.view();
     let big = s.on_disk("big", &vec![3u8; 9 << 20]).await;
     let small = s.on_disk("small", &pattern(100, 4)).await;
-    let reads = s.leaf.calls(testkit::Op::Read);
+    let reads = s.leaf.calls(Fop::Read);
     assert_eq!(s.sm.read(&big, 0, 9 << 20).await.unwrap().len(), 9 << 20);
     assert_eq!(s.sm.read(&Loc::new("small", None), 0, 100).await.unwrap().len(), 100);
-    assert_eq!(s.leaf.calls(testkit::Op::Read), reads + 2);
+    assert_eq!(s.leaf.calls(Fop::Read), reads + 2);
     // a populating read after them, on the same connection: once its block
     // is there, anything queued before it would be too
     s.sm.read(&small, 0, 10).await.unwrap();
