@@ -10,7 +10,7 @@
 //! milliseconds and count exactly which calls reached the leaf
 //! ([`Memory::calls`], per [`xlator::Fop`]).
 //!
-//! It answers like posix (the reference; `tests/differential.rs` runs the
+//! It answers like posix (the reference; `tests/differential/` runs the
 //! same random operations against both and compares every answer):
 //!
 //! - the same errnos in the same order of checks (ENOENT, EEXIST, ENOTDIR,
