@@ -14,7 +14,7 @@ use cache_node::stats::Counters;
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use xlator::volume::{CacheConfig, Placement};
+use volume::{CacheConfig, Placement};
 use xlator::*;
 
 /// What stands behind one address of the bank.

@@ -18,15 +18,15 @@
 //! one thing that is asynchronous by design (SMCache's queued populates).
 
 mod bank;
+mod config;
 mod files;
-mod volume;
 
 pub use bank::{NodeState, TestBank, View};
+pub use config::TestVolume;
 pub use files::{at, fid, new_file, path, root};
 pub use memory::{memory, Memory};
-pub use volume::TestVolume;
 /// The volume config types, re-exported so tests name them in one place.
-pub use xlator::volume::{CacheConfig, FenceRequests, Placement};
+pub use volume::{CacheConfig, FenceRequests, Placement};
 
 use std::time::{Duration, Instant};
 

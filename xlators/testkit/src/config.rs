@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 use tokio::sync::watch;
-use xlator::volume::CacheConfig;
+use volume::CacheConfig;
 
 pub struct TestVolume {
     server: watch::Sender<CacheConfig>,
