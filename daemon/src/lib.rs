@@ -1,0 +1,48 @@
+//! # daemon — the skeleton every IMCa daemon shares
+//!
+//! `imca cache-node`, `imca storage` and `imca mount` differ in what they
+//! serve, not in how they live and die. The common part is here, once:
+//!
+//! ```text
+//!  main(args) ── builds its runtime ──> run(args, daemon::signals())
+//!                                         │
+//!   start: bind listeners ─────────────────┤  every task holds a Shutdown token
+//!          Registry::new() ── passed down ─┤  (translators, bank, servers
+//!          serve_metrics(registry) ────────┤   register their metrics in it)
+//!          write_ready_file(path, json) ───┘  last: the daemon is usable
+//!                                         │
+//!   shutdown future resolves (SIGINT/SIGTERM, or a test's handle)
+//!          Drain::drain(bound): broadcast stop ──> tasks finish their
+//!          in-flight work and drop their tokens ──> returns when all are
+//!          gone, or when the bound runs out (a stuck peer cannot hold
+//!          shutdown forever)
+//! ```
+//!
+//! - [`signals`]: resolves on SIGINT or SIGTERM.
+//! - [`Drain`] / [`Shutdown`]: mini-redis's graceful shutdown. The daemon
+//!   keeps the `Drain`; every task it spawns gets a `Shutdown` token, waits
+//!   on it for the stop broadcast, and is counted as running until it drops
+//!   the token. Dropping the `Drain` without draining also stops everything.
+//! - [`write_ready_file`]: the `--ready-file` convention (PATH.tmp, then a
+//!   rename), so tests and `imca up` wait on readiness, never on time.
+//! - [`serve_metrics`] / [`spawn_metrics`]: `GET /metrics` in Prometheus'
+//!   text format from one `prometheus::Registry`, with a refresh hook run
+//!   before each scrape (for gauges read from elsewhere, like open fds).
+//!
+//! ## One registry per daemon
+//!
+//! Each daemon makes its own `prometheus::Registry` and hands it to whatever
+//! registers metrics (its translators, the cache-bank client, the RPC
+//! server). Nothing registers in the process-wide default registry, so
+//! several daemons in one process (tests) never collide on a metric name,
+//! and each `/metrics` shows its own daemon only.
+
+mod metrics;
+mod ready;
+mod shutdown;
+mod signals;
+
+pub use metrics::{metrics_url, render, serve_metrics, spawn_metrics};
+pub use ready::write_ready_file;
+pub use shutdown::{Drain, Shutdown};
+pub use signals::signals;
