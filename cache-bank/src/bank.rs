@@ -9,7 +9,7 @@
 use crate::conn::Conn;
 use crate::reply::{Expect, Reply};
 use crate::error::BankError;
-use crate::metrics;
+use crate::metrics::BankMetrics;
 use crate::node::Node;
 use crate::placement::{CacheKey, Ring};
 use bytes::Bytes;
@@ -17,7 +17,6 @@ use cache_proto::client;
 use cache_proto::response::{Response, Status};
 use cache_proto::text::{Command, StoreOp};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use volume::Placement;
@@ -28,19 +27,13 @@ pub struct BankOptions {
     pub timeout: Duration,
     pub connect_timeout: Duration,
     /// Reach the nodes over RDMA (their listener on the same ip:port; see
-    /// `node.rs` for the fallback). Defaults to the process's choice, see
-    /// [`set_default_rdma`].
+    /// `node.rs` for the fallback). The daemon sets it from its
+    /// `--transport` in the options it hands to CMCache / SMCache, which
+    /// build their banks from the volume's cache config (nodes, not
+    /// transports) with these options.
     pub rdma: bool,
-}
-
-static DEFAULT_RDMA: AtomicBool = AtomicBool::new(false);
-
-/// The transport of every bank this process builds with default options.
-/// A daemon calls this once after resolving its `--transport`: the banks
-/// are built deep inside translators (CMCache, SMCache) from the volume's
-/// cache config, which names nodes, not transports.
-pub fn set_default_rdma(on: bool) {
-    DEFAULT_RDMA.store(on, AtomicOrdering::Relaxed);
+    /// where the bank counts (registered once by the daemon; see [`BankMetrics`])
+    pub metrics: BankMetrics,
 }
 
 impl Default for BankOptions {
@@ -48,7 +41,8 @@ impl Default for BankOptions {
         BankOptions {
             timeout: Duration::from_millis(volume::DEFAULT_BANK_TIMEOUT_MS),
             connect_timeout: Duration::from_millis(200),
-            rdma: DEFAULT_RDMA.load(AtomicOrdering::Relaxed),
+            rdma: false,
+            metrics: BankMetrics::default(),
         }
     }
 }
@@ -130,7 +124,7 @@ pub struct Bank {
 impl Bank {
     pub fn new(addrs: &[String], placement: Placement, opts: BankOptions) -> Bank {
         Bank {
-            nodes: addrs.iter().map(|a| Arc::new(Node::new(a.clone(), opts.rdma))).collect(),
+            nodes: addrs.iter().map(|a| Arc::new(Node::new(a.clone(), opts.rdma, opts.metrics.clone()))).collect(),
             ring: Ring::new(placement, addrs),
             opts,
         }
@@ -174,7 +168,7 @@ impl Bank {
         let start = Instant::now();
         let rx = conn.send(bytes, expect);
         let res = tokio::time::timeout(self.opts.timeout, rx).await;
-        metrics::LATENCY.with_label_values(&[op]).observe(start.elapsed().as_secs_f64());
+        self.opts.metrics.latency.with_label_values(&[op]).observe(start.elapsed().as_secs_f64());
         match res {
             Ok(Ok(Ok(replies))) => {
                 node.succeeded().await;
@@ -214,7 +208,7 @@ impl Bank {
             let addr = &self.nodes[n].addr;
             let asked = per[n].len() as u64;
             let Some(replies) = res else {
-                metrics::count(addr, "get", "error", asked);
+                self.opts.metrics.count(addr, "get", "error", asked);
                 continue;
             };
             let (mut hits, mut bytes) = (0u64, 0u64);
@@ -231,10 +225,10 @@ impl Bank {
                     }
                 }
             }
-            metrics::count(addr, "get", "hit", hits);
-            metrics::count(addr, "get", "miss", asked.saturating_sub(hits));
+            self.opts.metrics.count(addr, "get", "hit", hits);
+            self.opts.metrics.count(addr, "get", "miss", asked.saturating_sub(hits));
             if bytes > 0 {
-                metrics::BYTES.with_label_values(&[addr]).inc_by(bytes);
+                self.opts.metrics.bytes.with_label_values(&[addr]).inc_by(bytes);
             }
         }
         out
@@ -268,7 +262,7 @@ impl Bank {
         for (n, res) in results {
             let addr = &self.nodes[n].addr;
             let Some(replies) = res else {
-                metrics::count(addr, "claim", "error", per[n].len() as u64);
+                self.opts.metrics.count(addr, "claim", "error", per[n].len() as u64);
                 continue;
             };
             for r in replies {
@@ -280,7 +274,7 @@ impl Bank {
                     }
                 }
             }
-            metrics::count(addr, "claim", "ok", per[n].len() as u64);
+            self.opts.metrics.count(addr, "claim", "ok", per[n].len() as u64);
         }
         out
     }
@@ -335,7 +329,7 @@ impl Bank {
                 if conn.pending() < 10_000 {
                     drop(conn.send(bytes, expect));
                     for u in &ops {
-                        metrics::count(&node.addr, u.op(), "queued", 1);
+                        self.opts.metrics.count(&node.addr, u.op(), "queued", 1);
                     }
                 }
             }
@@ -351,7 +345,7 @@ impl Bank {
                     Ok(Ok(c)) => c,
                     Ok(Err(BankError::Refused(_))) => {
                         for u in &ops {
-                            metrics::count(&node.addr, u.op(), "node_gone", 1);
+                            self.opts.metrics.count(&node.addr, u.op(), "node_gone", 1);
                         }
                         return Ok(());
                     }
@@ -366,14 +360,14 @@ impl Bank {
             let rx = conn.send(bytes.clone(), expect.clone());
             match tokio::time::timeout_at(deadline.into(), rx).await {
                 Ok(Ok(Ok(replies))) => {
-                    metrics::LATENCY.with_label_values(&["update"]).observe(start.elapsed().as_secs_f64());
+                    self.opts.metrics.latency.with_label_values(&["update"]).observe(start.elapsed().as_secs_f64());
                     node.succeeded().await;
                     let mut redo = Vec::new();
                     for (u, r) in ops.iter().zip(replies) {
                         if u.accepted(&r) {
-                            metrics::count(&node.addr, u.op(), "ok", 1);
+                            self.opts.metrics.count(&node.addr, u.op(), "ok", 1);
                         } else {
-                            metrics::count(&node.addr, u.op(), "error", 1);
+                            self.opts.metrics.count(&node.addr, u.op(), "error", 1);
                             tracing::warn!(node = %node.addr, op = u.op(), reply = %r, "bank refused an update");
                             redo.push(Update::Delete(u.key().clone()));
                         }
@@ -392,7 +386,7 @@ impl Bank {
                 Ok(Err(_)) => node.drop_conn(&conn).await,
                 Err(_) => {
                     for u in &ops {
-                        metrics::count(&node.addr, u.op(), "timeout", 1);
+                        self.opts.metrics.count(&node.addr, u.op(), "timeout", 1);
                     }
                     return Err(BankError::Timeout(node.addr.clone(), waited));
                 }

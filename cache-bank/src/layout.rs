@@ -27,9 +27,15 @@ impl Layout {
     /// The layout for `cfg`, or `None` when the bank cannot be used under it
     /// (no nodes, or a config the rules refuse: `volume::usable`). Reuses
     /// `prev`'s bank, and so its connections, when the pool and the
-    /// placement are the same. `timeout`: the bank read timeout, `None` =
-    /// the config's `timeout_ms`.
-    pub fn build(cfg: &CacheConfig, prev: Option<&Layout>, timeout: Option<Duration>) -> Option<Layout> {
+    /// placement are the same. A new bank gets `base` (the daemon's
+    /// transport and bank metrics) with `timeout` as its read timeout,
+    /// `None` = the config's `timeout_ms`.
+    pub fn build(
+        cfg: &CacheConfig,
+        prev: Option<&Layout>,
+        base: &BankOptions,
+        timeout: Option<Duration>,
+    ) -> Option<Layout> {
         if !volume::usable(cfg) {
             return None;
         }
@@ -37,7 +43,7 @@ impl Layout {
             Some(p) if p.config.nodes == cfg.nodes && p.config.placement == cfg.placement => p.bank.clone(),
             _ => {
                 let timeout = timeout.unwrap_or(Duration::from_millis(cfg.timeout_ms.max(1)));
-                Arc::new(Bank::new(&cfg.nodes, cfg.placement, BankOptions { timeout, ..Default::default() }))
+                Arc::new(Bank::new(&cfg.nodes, cfg.placement, BankOptions { timeout, ..base.clone() }))
             }
         };
         Some(Layout { config: cfg.clone(), keys: Keys::from_config(cfg), bank })
@@ -51,9 +57,17 @@ impl Layout {
 pub struct LayoutSlot {
     /// (epoch it was built for, the layout or None = no cache then)
     cur: Mutex<Option<(u64, Option<Arc<Layout>>)>>,
+    /// what every bank built here starts from (see [`Layout::build`])
+    bank: BankOptions,
 }
 
 impl LayoutSlot {
+    /// A slot whose banks get `bank` (the daemon's `--transport` and bank
+    /// metrics); `default()` = TCP, metrics counted but not exported.
+    pub fn new(bank: BankOptions) -> LayoutSlot {
+        LayoutSlot { cur: Mutex::new(None), bank }
+    }
+
     /// The layout for `cfg`. When the epoch changed with this call,
     /// `on_change(replaced)` runs before any other caller gets the new
     /// layout (under the slot's lock): SMCache records the replaced layout
@@ -71,7 +85,7 @@ impl LayoutSlot {
             }
         }
         let replaced = cur.take().and_then(|(_, l)| l);
-        let now = Layout::build(cfg, replaced.as_deref(), timeout).map(Arc::new);
+        let now = Layout::build(cfg, replaced.as_deref(), &self.bank, timeout).map(Arc::new);
         on_change(replaced);
         *cur = Some((cfg.epoch, now.clone()));
         now

@@ -48,8 +48,9 @@ mod reply;
 mod tcp;
 pub mod value;
 
-pub use bank::{set_default_rdma, Bank, BankOptions, Hit, Update};
+pub use bank::{Bank, BankOptions, Hit, Update};
 pub use error::BankError;
 pub use keys::Keys;
 pub use layout::{Layout, LayoutSlot};
+pub use metrics::BankMetrics;
 pub use placement::{CacheKey, Ring};

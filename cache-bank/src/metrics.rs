@@ -1,50 +1,70 @@
-//! The bank client's Prometheus metrics (process-wide default registry, so
-//! every daemon's `/metrics` shows them).
+//! The bank client's Prometheus metrics.
+//!
+//! A daemon registers one [`BankMetrics`] in its own registry and puts it in
+//! the [`BankOptions`](crate::BankOptions) it hands down: every bank it
+//! builds (CMCache's, SMCache's, rebuilt on each pool change) counts into
+//! the same series. `BankMetrics::default()` counts without exporting
+//! (tools, tests).
 
-use prometheus::{register_histogram_vec, register_int_counter_vec, HistogramVec, IntCounterVec};
-use std::sync::LazyLock;
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
 
-/// Per key (gets) or per command (updates): `op` get|set|add|cas|delete,
-/// `result` hit|miss|ok|not_stored|error|timeout|down.
-pub static REQUESTS: LazyLock<IntCounterVec> = LazyLock::new(|| {
-    register_int_counter_vec!(
-        "imca_bank_requests_total",
-        "Cache-bank keys requested or commands sent, by node, op and result",
-        &["node", "op", "result"]
-    )
-    .expect("metric registers once")
-});
+#[derive(Clone, Debug)]
+pub struct BankMetrics {
+    /// `imca_bank_requests_total{node,op,result}`: per key (gets) or per
+    /// command (updates); `op` get|claim|set|add|cas|delete, `result`
+    /// hit|miss|ok|queued|error|timeout|node_gone.
+    pub requests: IntCounterVec,
+    /// `imca_bank_bytes_total{node}`: value bytes received (hits).
+    pub bytes: IntCounterVec,
+    /// `imca_bank_request_seconds{op}`: one pipelined batch's round trip to one node.
+    pub latency: HistogramVec,
+    /// `imca_bank_connections_total{node,transport}`: connections opened
+    /// (rdma|tcp: over RDMA a node that does not speak it is reached over
+    /// TCP, which shows here).
+    pub connects: IntCounterVec,
+}
 
-/// Value bytes received from the bank (hits), per node.
-pub static BYTES: LazyLock<IntCounterVec> = LazyLock::new(|| {
-    register_int_counter_vec!("imca_bank_bytes_total", "Value bytes served by the bank, by node", &["node"])
-        .expect("metric registers once")
-});
+impl Default for BankMetrics {
+    fn default() -> Self {
+        let requests = IntCounterVec::new(
+            Opts::new("imca_bank_requests_total", "Cache-bank keys requested or commands sent, by node, op and result"),
+            &["node", "op", "result"],
+        )
+        .expect("valid metric");
+        let bytes =
+            IntCounterVec::new(Opts::new("imca_bank_bytes_total", "Value bytes served by the bank, by node"), &["node"])
+                .expect("valid metric");
+        let latency = HistogramVec::new(
+            HistogramOpts::new("imca_bank_request_seconds", "Round trip of one pipelined batch to one node").buckets(
+                vec![0.00002, 0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.25, 1.0],
+            ),
+            &["op"],
+        )
+        .expect("valid metric");
+        let connects = IntCounterVec::new(
+            Opts::new("imca_bank_connections_total", "Connections opened to cache nodes, by node and transport"),
+            &["node", "transport"],
+        )
+        .expect("valid metric");
+        BankMetrics { requests, bytes, latency, connects }
+    }
+}
 
-/// One batch's round trip to one node.
-pub static LATENCY: LazyLock<HistogramVec> = LazyLock::new(|| {
-    register_histogram_vec!(
-        "imca_bank_request_seconds",
-        "Round trip of one pipelined batch to one node",
-        &["op"],
-        vec![0.00002, 0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.25, 1.0]
-    )
-    .expect("metric registers once")
-});
+impl BankMetrics {
+    /// The bank metrics, registered in `registry` (once per registry: a
+    /// second registration of the same names is an error).
+    pub fn register(registry: &Registry) -> prometheus::Result<BankMetrics> {
+        let m = BankMetrics::default();
+        registry.register(Box::new(m.requests.clone()))?;
+        registry.register(Box::new(m.bytes.clone()))?;
+        registry.register(Box::new(m.latency.clone()))?;
+        registry.register(Box::new(m.connects.clone()))?;
+        Ok(m)
+    }
 
-/// Connections opened, per node and transport (rdma|tcp: over RDMA a node
-/// that does not speak it is reached over TCP, which shows here).
-pub static CONNECTS: LazyLock<IntCounterVec> = LazyLock::new(|| {
-    register_int_counter_vec!(
-        "imca_bank_connections_total",
-        "Connections opened to cache nodes, by node and transport",
-        &["node", "transport"]
-    )
-    .expect("metric registers once")
-});
-
-pub fn count(node: &str, op: &str, result: &str, n: u64) {
-    if n > 0 {
-        REQUESTS.with_label_values(&[node, op, result]).inc_by(n);
+    pub fn count(&self, node: &str, op: &str, result: &str, n: u64) {
+        if n > 0 {
+            self.requests.with_label_values(&[node, op, result]).inc_by(n);
+        }
     }
 }

@@ -13,7 +13,7 @@
 
 use crate::conn::Conn;
 use crate::error::BankError;
-use crate::metrics;
+use crate::metrics::BankMetrics;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -44,16 +44,19 @@ pub struct Node {
     pub addr: String,
     /// connect over RDMA (falling back to TCP per connection, logged)
     rdma: bool,
+    /// the bank's metrics (connections opened)
+    metrics: BankMetrics,
     state: Mutex<State>,
     /// a request succeeded since the last (re)connect: the back-off resets
     proven: AtomicBool,
 }
 
 impl Node {
-    pub fn new(addr: String, rdma: bool) -> Node {
+    pub fn new(addr: String, rdma: bool, metrics: BankMetrics) -> Node {
         Node {
             addr,
             rdma,
+            metrics,
             state: Mutex::new(State { conn: None, down: None, backoff: BACKOFF_MIN }),
             proven: AtomicBool::new(false),
         }
@@ -84,7 +87,7 @@ impl Node {
         let connected = if self.rdma { self.connect_rdma(connect_timeout).await } else { self.connect_tcp(connect_timeout).await };
         match connected {
             Ok(c) => {
-                metrics::CONNECTS.with_label_values(&[&self.addr, c.transport()]).inc();
+                self.metrics.connects.with_label_values(&[&self.addr, c.transport()]).inc();
                 let c = Arc::new(c);
                 st.conn = Some(c.clone());
                 self.proven.store(false, Ordering::Relaxed);

@@ -12,7 +12,7 @@
 //!                      └──> exec_{text,meta,binary}.rs ──> Node (node.rs):
 //!                              memcached semantics over Store (store.rs):
 //!                              sharded byte-bounded LRU (lru crate)
-//!  --metrics ADDR ──> axum /metrics (metrics.rs), reading the same counters
+//!  --metrics ADDR ──> daemon::serve_metrics /metrics (metrics.rs), reading the same counters
 //!  --transport rdma / --rdma ADDR ──> rdma.rs: the same Session per RDMA message
 //! ```
 //!
@@ -23,6 +23,10 @@
 //! "ERROR Too many open connections").
 //! The store is split into `16 × threads` shards, each an `lru::LruCache`
 //! behind its own mutex, held only for the duration of one key's operation.
+//!
+//! Start-up, shutdown, the ready file and `/metrics` follow the `daemon`
+//! crate's skeleton: every task holds a `daemon::Shutdown` token and
+//! [`Handle::shutdown`] drains them.
 //!
 //! ## In-process API (for other crates' tests and other listeners)
 //! - [`start`]`(config)` binds, spawns the node on the current tokio runtime
@@ -58,15 +62,19 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
 
 pub use clock::Clock;
 pub use config::{Args, Config};
 pub use node::Node;
 pub use session::{Progress, Session, OUT_HIGH_WATER};
+
+/// How long [`Handle::shutdown`] waits: the workers give their connections
+/// `server::DRAIN` to finish a batch, then cut them.
+const DRAIN: Duration = Duration::from_secs(10);
 
 /// A running node started with [`start`].
 pub struct Handle {
@@ -77,44 +85,38 @@ pub struct Handle {
     /// the bound RDMA address, when `--rdma` or `--transport rdma` was given
     pub rdma_addr: Option<SocketAddr>,
     pub node: Arc<Node>,
-    stop: watch::Sender<bool>,
-    task: tokio::task::JoinHandle<()>,
+    /// what `/metrics` serves (this node's metrics only)
+    pub registry: prometheus::Registry,
+    drain: daemon::Drain,
 }
 
 impl Handle {
     /// Stops accepting, lets connections finish their current batch, and waits.
     pub async fn shutdown(self) {
-        let _ = self.stop.send(true);
-        let _ = self.task.await;
+        self.drain.drain(DRAIN).await;
     }
 }
 
 /// Binds the listeners, writes the ready file, and spawns the node.
 pub async fn start(config: Config) -> anyhow::Result<Handle> {
+    let registry = prometheus::Registry::new();
     let mut node = Node::new(config.clone());
     if config.metrics.is_some() {
-        node.metrics = Some(metrics::Metrics::new()?);
+        node.metrics = Some(metrics::Metrics::register(&registry)?);
     }
     let listener = TcpListener::bind(&config.listen).await.with_context(|| format!("binding {}", config.listen))?;
     let addr = listener.local_addr()?;
     node.port.store(u32::from(addr.port()), Ordering::Relaxed);
     let node = Arc::new(node);
-    let (stop, rx) = watch::channel(false);
-    let mut metrics_addr = None;
-    let mut metrics_task = None;
-    if let Some(m) = &config.metrics {
-        let l = TcpListener::bind(m).await.with_context(|| format!("binding metrics {m}"))?;
-        metrics_addr = Some(l.local_addr()?);
-        let app = metrics::router(node.clone());
-        let mut rx2 = rx.clone();
-        metrics_task = Some(tokio::spawn(async move {
-            let _ = axum::serve(l, app)
-                .with_graceful_shutdown(async move {
-                    let _ = rx2.changed().await;
-                })
-                .await;
-        }));
-    }
+    let drain = daemon::Drain::new();
+    let metrics_addr = match &config.metrics {
+        Some(m) => {
+            let n = node.clone();
+            let refresh = move || n.metrics.as_ref().into_iter().for_each(|mm| mm.refresh(&n));
+            Some(daemon::spawn_metrics(m, registry.clone(), refresh, drain.token()).await?)
+        }
+        None => None,
+    };
     // RDMA: on `--rdma ADDR`, or with `--transport rdma` on the bound TCP
     // address (rdma_cm's port space is separate from TCP's, so the same
     // ip:port reaches this node either way; see transport::select).
@@ -125,27 +127,25 @@ pub async fn start(config: Config) -> anyhow::Result<Handle> {
     };
     let mut rdma_addr = None;
     if let Some(ra) = rdma_at {
-        let (svc, mut rx3) = (Arc::new(rdma::MemcacheService::new(node.clone())), rx.clone());
-        let stop = async move {
-            let _ = rx3.changed().await;
-        };
-        let (bound, _task) =
-            transport::select::serve_rdma(ra, svc, stop).await.with_context(|| format!("listening for RDMA on {ra}"))?;
+        let svc = Arc::new(rdma::MemcacheService::new(node.clone()));
+        let (bound, _task) = transport::select::serve_rdma(ra, svc, drain.token().stopped())
+            .await
+            .with_context(|| format!("listening for RDMA on {ra}"))?;
         tracing::info!(%bound, "cache node listening for RDMA");
         rdma_addr = Some(bound);
     }
     if let Some(path) = &config.ready_file {
-        write_ready(path, addr, metrics_addr, rdma_addr)?;
+        let ready = serde_json::json!({
+            "addr": addr.to_string(),
+            "metrics": metrics_addr.map(daemon::metrics_url),
+            "rdma": rdma_addr.map(|r| r.to_string()),
+            "pid": std::process::id(),
+        });
+        daemon::write_ready_file(path, &ready)?;
     }
     tracing::info!(%addr, ?metrics_addr, "cache node listening");
-    let n2 = node.clone();
-    let task = tokio::spawn(async move {
-        server::serve(listener, n2, rx).await;
-        if let Some(t) = metrics_task {
-            let _ = t.await;
-        }
-    });
-    Ok(Handle { addr, metrics_addr, rdma_addr, node, stop, task })
+    tokio::spawn(server::serve(listener, node.clone(), drain.token()));
+    Ok(Handle { addr, metrics_addr, rdma_addr, node, registry, drain })
 }
 
 /// Runs a node until `shutdown` resolves, then stops it gracefully.
@@ -155,35 +155,6 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
     tracing::info!("cache node shutting down");
     h.shutdown().await;
     Ok(())
-}
-
-fn write_ready(
-    path: &std::path::Path,
-    addr: SocketAddr,
-    metrics: Option<SocketAddr>,
-    rdma: Option<SocketAddr>,
-) -> anyhow::Result<()> {
-    let metrics = metrics.map_or("null".to_string(), |m| format!("\"http://{m}/metrics\""));
-    let rdma = rdma.map_or("null".to_string(), |r| format!("\"{r}\""));
-    let json = format!(
-        "{{\"addr\": \"{addr}\", \"metrics\": {metrics}, \"rdma\": {rdma}, \"pid\": {}}}\n",
-        std::process::id()
-    );
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    std::fs::write(&tmp, json).with_context(|| format!("writing {}", path.display()))?;
-    std::fs::rename(&tmp, path)?;
-    Ok(())
-}
-
-/// Resolves on SIGINT or SIGTERM.
-pub async fn signals() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
 }
 
 /// Entry point used by the `imca` binary; builds its own runtime.
@@ -196,5 +167,5 @@ pub fn main(args: Args) -> anyhow::Result<()> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?
-        .block_on(run(config, signals()))
+        .block_on(run(config, daemon::signals()))
 }

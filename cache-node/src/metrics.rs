@@ -1,19 +1,18 @@
-//! Prometheus metrics (`--metrics ADDR`, path `/metrics`).
+//! Prometheus metrics (`--metrics ADDR`, path `/metrics`, served by the
+//! `daemon` crate from the node's registry).
 //!
-//! Counters are not bumped on the request path: at scrape time they are
-//! brought up to the node's own `stats` counters (which sessions already
-//! batch), so metrics cost nothing per request except the latency histogram,
-//! which sessions also buffer locally.
+//! Counters are not bumped on the request path: at scrape time (the
+//! endpoint's refresh hook, [`Metrics::refresh`]) they are brought up to the
+//! node's own `stats` counters (which sessions already batch), so metrics
+//! cost nothing per request except the latency histogram, which sessions
+//! also buffer locally.
 
-use std::sync::Arc;
-
-use prometheus::{Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
+use prometheus::{Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry};
 
 use crate::node::Node;
 use crate::stats::C;
 
 pub struct Metrics {
-    registry: Registry,
     pub latency: Histogram,
     ops: IntCounterVec,
     evictions: IntCounter,
@@ -49,8 +48,8 @@ const OPS: &[(&str, &str, C)] = &[
 ];
 
 impl Metrics {
-    pub fn new() -> prometheus::Result<Metrics> {
-        let registry = Registry::new();
+    /// The node's metrics, registered in `registry` (the node's own).
+    pub fn register(registry: &Registry) -> prometheus::Result<Metrics> {
         let latency = Histogram::with_opts(
             HistogramOpts::new(
                 "imca_cache_node_request_duration_seconds",
@@ -73,11 +72,11 @@ impl Metrics {
         registry.register(Box::new(limit.clone()))?;
         registry.register(Box::new(connections.clone()))?;
         registry.register(Box::new(connections_total.clone()))?;
-        Ok(Metrics { registry, latency, ops, evictions, items, bytes, limit, connections, connections_total })
+        Ok(Metrics { latency, ops, evictions, items, bytes, limit, connections, connections_total })
     }
 
-    /// Brings every metric up to date with the node and renders the text format.
-    pub fn render(&self, node: &Node) -> String {
+    /// Brings every metric up to date with the node (before each scrape).
+    pub fn refresh(&self, node: &Node) {
         use std::sync::atomic::Ordering::Relaxed;
         let up = |c: &IntCounter, v: u64| c.inc_by(v.saturating_sub(c.get()));
         for &(op, result, c) in OPS {
@@ -89,19 +88,5 @@ impl Metrics {
         self.bytes.set(node.store.bytes() as i64);
         self.limit.set(node.store.limit() as i64);
         self.connections.set(node.stats.curr_connections.load(Relaxed) as i64);
-        let mut buf = Vec::new();
-        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buf);
-        String::from_utf8(buf).unwrap_or_default()
     }
-}
-
-/// The axum app serving `/metrics`.
-pub fn router(node: Arc<Node>) -> axum::Router {
-    axum::Router::new().route(
-        "/metrics",
-        axum::routing::get(move || {
-            let node = node.clone();
-            async move { node.metrics.as_ref().map(|m| m.render(&node)).unwrap_or_default() }
-        }),
-    )
 }

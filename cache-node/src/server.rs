@@ -3,6 +3,11 @@
 //! connections handed to workers round-robin. A connection lives on one
 //! thread for its whole life, so serving a request never needs a cross-thread
 //! wake-up; a slow or stuck peer only ever blocks its own task.
+//!
+//! Shutdown: the acceptor, each worker thread and each connection hold a
+//! `daemon::Shutdown` token; on the stop broadcast the acceptor stops,
+//! connections finish the batch they are in, and workers cut whatever is
+//! left after [`DRAIN`]. The node's `daemon::Drain` waits for all tokens.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -11,7 +16,8 @@ use std::time::Duration;
 use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
+use daemon::Shutdown;
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::node::Node;
@@ -27,7 +33,7 @@ type NewConn = (std::net::TcpStream, OwnedSemaphorePermit);
 
 /// Starts a worker thread; it finishes (and signals `done`) after shutdown
 /// once its connections have drained.
-fn worker(i: usize, node: Arc<Node>, shutdown: watch::Receiver<bool>) -> std::io::Result<(mpsc::UnboundedSender<NewConn>, oneshot::Receiver<()>)> {
+fn worker(i: usize, node: Arc<Node>, shutdown: Shutdown) -> std::io::Result<(mpsc::UnboundedSender<NewConn>, oneshot::Receiver<()>)> {
     let (tx, mut rx) = mpsc::unbounded_channel::<NewConn>();
     let (done_tx, done) = oneshot::channel();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -53,7 +59,7 @@ fn worker(i: usize, node: Arc<Node>, shutdown: watch::Receiver<bool>) -> std::io
                         }
                         None => break,
                     },
-                    _ = stop.changed() => break,
+                    _ = stop.recv() => break,
                     Some(_) = conns.join_next(), if !conns.is_empty() => {}
                 }
             }
@@ -65,7 +71,9 @@ fn worker(i: usize, node: Arc<Node>, shutdown: watch::Receiver<bool>) -> std::io
     Ok((tx, done))
 }
 
-pub async fn serve(listener: TcpListener, node: Arc<Node>, mut shutdown: watch::Receiver<bool>) {
+/// Accept until `shutdown`, dealing connections to the worker threads; returns
+/// once the workers have drained.
+pub async fn serve(listener: TcpListener, node: Arc<Node>, mut shutdown: Shutdown) {
     let limit = Arc::new(Semaphore::new(node.config.max_conns));
     let mut workers = Vec::new();
     let mut dones = Vec::new();
@@ -82,7 +90,7 @@ pub async fn serve(listener: TcpListener, node: Arc<Node>, mut shutdown: watch::
     loop {
         let accepted = tokio::select! {
             r = listener.accept() => r,
-            _ = shutdown.changed() => break,
+            _ = shutdown.recv() => break,
         };
         let (stream, _) = match accepted {
             Ok(x) => x,
@@ -121,7 +129,7 @@ pub async fn serve(listener: TcpListener, node: Arc<Node>, mut shutdown: watch::
     }
 }
 
-async fn connection(mut stream: TcpStream, node: Arc<Node>, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
+async fn connection(mut stream: TcpStream, node: Arc<Node>, mut shutdown: Shutdown) -> std::io::Result<()> {
     stream.set_nodelay(true)?;
     let mut session = Session::new(node);
     let mut input = BytesMut::with_capacity(READ_BUF);
@@ -133,7 +141,7 @@ async fn connection(mut stream: TcpStream, node: Arc<Node>, mut shutdown: watch:
         let n = tokio::select! {
             biased;
             r = stream.read_buf(&mut input) => r?,
-            _ = shutdown.changed() => return Ok(()),
+            _ = shutdown.recv() => return Ok(()),
         };
         if n == 0 {
             return Ok(());

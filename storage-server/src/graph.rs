@@ -13,14 +13,23 @@ use xlator::Translator;
 pub struct SlotContext {
     /// the volume config (subscribe for changes: node pool, block size, epoch)
     pub volume: Arc<Volume>,
-    /// SMCache's options (`imca storage --cache-deadline-ms`, `--threaded-cache-updates`)
+    /// SMCache's options (`imca storage --cache-deadline-ms`, `--threaded-cache-updates`,
+    /// and the bank options from `--transport`)
     pub smcache: smcache::SmOptions,
+    /// the server's registry, where a translator registers its metrics
+    pub registry: prometheus::Registry,
 }
 
 /// THE SLOT: the translators between protocol-server and posix: SMCache,
 /// which follows the volume config (no cache nodes = it passes through).
 pub async fn smcaches(below: Arc<dyn Translator>, ctx: &SlotContext) -> anyhow::Result<Arc<dyn Translator>> {
-    let sm = smcache::SmCache::new(below, ctx.volume.subscribe(), ctx.volume.fences.clone(), ctx.smcache.clone());
+    let sm = smcache::SmCache::new(
+        below,
+        ctx.volume.subscribe(),
+        ctx.volume.fences.clone(),
+        ctx.smcache.clone(),
+        &ctx.registry,
+    );
     Ok(Arc::new(sm))
 }
 
@@ -35,6 +44,7 @@ pub async fn build(
     posix: Arc<dyn Translator>,
     volume: Arc<Volume>,
     smcache: smcache::SmOptions,
+    registry: &prometheus::Registry,
 ) -> anyhow::Result<Arc<dyn Translator>> {
-    smcaches(posix, &SlotContext { volume, smcache }).await
+    smcaches(posix, &SlotContext { volume, smcache, registry: registry.clone() }).await
 }

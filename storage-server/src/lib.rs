@@ -18,6 +18,9 @@
 //! Embedding (tests, `imca up`): [`start`] binds, writes the ready file and
 //! returns a [`Server`] handle with the bound addresses; [`run`] is start +
 //! wait for a shutdown future; [`main`] adds a runtime and SIGINT/SIGTERM.
+//! The skeleton (drain, ready file, `/metrics`, signals) is the `daemon`
+//! crate's; one `prometheus::Registry` per server is passed to
+//! protocol-server, SMCache and the bank client.
 
 pub mod graph;
 pub mod metrics;
@@ -26,7 +29,6 @@ use anyhow::Context;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub use graph::{smcaches, SlotContext};
@@ -104,37 +106,34 @@ impl Args {
     }
 }
 
+/// How long a graceful shutdown waits for in-flight requests: past the
+/// gateways' storage RPC timeout (10 s by default) they have answered EIO
+/// anyway, so waiting longer helps nobody.
+const DRAIN: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// A running storage server.
 pub struct Server {
     pub addr: SocketAddr,
     pub metrics_addr: Option<SocketAddr>,
     pub volume: Arc<Volume>,
-    stop: Option<oneshot::Sender<()>>,
+    /// what `/metrics` serves: this server's, its protocol-server's,
+    /// SMCache's and its bank client's metrics
+    pub registry: prometheus::Registry,
+    drain: daemon::Drain,
     task: JoinHandle<()>,
-    metrics_task: Option<JoinHandle<()>>,
 }
 
 impl Server {
-    /// Stop accepting, let in-flight requests finish, close.
-    pub async fn shutdown(mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        let _ = (&mut self.task).await;
-        if let Some(m) = self.metrics_task.take() {
-            m.abort();
-            let _ = m.await;
-        }
+    /// Stop accepting, let in-flight requests finish (at most [`DRAIN`]), close.
+    pub async fn shutdown(self) {
+        self.drain.drain(DRAIN).await;
     }
 
     /// Die abruptly: every connection is cut, nothing is drained (tests).
     pub async fn kill(mut self) {
         self.task.abort();
         let _ = (&mut self.task).await;
-        if let Some(m) = self.metrics_task.take() {
-            m.abort();
-            let _ = m.await;
-        }
+        // dropping the drain stops the rest (metrics, RDMA)
     }
 }
 
@@ -163,70 +162,62 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
         tracing::info!(epoch = c.epoch, nodes = ?c.nodes, "volume config");
     }
     let rdma = transport::select::use_rdma(args.transport, "storage server").map_err(anyhow::Error::msg)?;
-    if rdma {
-        // SMCache's banks (built lazily from the volume config) reach the
-        // cache nodes over RDMA too.
-        cache_bank::set_default_rdma(true);
-    }
-    let metrics = metrics::Metrics::new();
+    // One registry for everything this server runs (see the daemon crate).
+    let registry = prometheus::Registry::new();
+    let metrics = metrics::Metrics::register(&registry)?;
     let smcache = smcache::SmOptions {
         threaded: args.threaded_cache_updates,
         deadline: std::time::Duration::from_millis(args.cache_deadline_ms.max(1)),
+        // SMCache's banks (built lazily from the volume config) reach the
+        // cache nodes over RDMA too.
+        bank: cache_bank::BankOptions {
+            rdma,
+            metrics: cache_bank::BankMetrics::register(&registry)?,
+            ..Default::default()
+        },
     };
-    let top = graph::build(posix_xl.clone(), volume.clone(), smcache).await?;
-    let service = Arc::new(protocol_server::ProtocolServer::new(top, volume.clone(), &metrics.registry));
+    let top = graph::build(posix_xl.clone(), volume.clone(), smcache, &registry).await?;
+    let service = Arc::new(protocol_server::ProtocolServer::new(top, volume.clone(), &registry));
 
+    let drain = daemon::Drain::new();
     let listener =
         tokio::net::TcpListener::bind(&args.listen).await.with_context(|| format!("binding {}", args.listen))?;
     let addr = listener.local_addr()?;
-    let (metrics_addr, metrics_task) = match &args.metrics {
+    let metrics_addr = match &args.metrics {
         Some(m) => {
-            let l = tokio::net::TcpListener::bind(m).await.with_context(|| format!("binding metrics {m}"))?;
-            let a = l.local_addr()?;
-            let (mm, px) = (metrics.clone(), posix_xl.clone());
-            let refresh = move || mm.open_fds.set(px.posix().open_fds() as i64);
-            let task = tokio::spawn(async move {
-                if let Err(e) = metrics::serve(l, metrics.clone(), refresh, std::future::pending()).await {
-                    tracing::error!("metrics server failed: {e}");
-                }
-            });
-            (Some(a), Some(task))
+            let px = posix_xl.clone();
+            let refresh = move || metrics.open_fds.set(px.posix().open_fds() as i64);
+            Some(daemon::spawn_metrics(m, registry.clone(), refresh, drain.token()).await?)
         }
-        None => (None, None),
+        None => None,
     };
-    // RDMA (rdma helper): same ip:port in rdma_cm's port space; it stops when the TCP server does.
-    let (rdma_stop, rdma_stop_rx) = oneshot::channel::<()>();
+    // RDMA (rdma helper): same ip:port in rdma_cm's port space.
     if rdma {
         let svc: Arc<dyn transport::RpcService> = service.clone();
-        transport::select::serve_rdma(addr, svc, async move {
-            let _ = rdma_stop_rx.await;
-        })
-        .await
-        .with_context(|| format!("listening for RDMA on {addr}"))?;
+        transport::select::serve_rdma(addr, svc, drain.token().stopped())
+            .await
+            .with_context(|| format!("listening for RDMA on {addr}"))?;
     }
-    let (stop, stop_rx) = oneshot::channel::<()>();
     let opts = transport::tcp::ServerOptions { max_connections: args.max_connections, ..Default::default() };
+    let token = drain.token();
     let task = tokio::spawn(async move {
-        let shutdown = async {
-            let _ = stop_rx.await;
-        };
-        if let Err(e) = transport::tcp::serve(listener, service, opts, shutdown).await {
+        if let Err(e) = transport::tcp::serve(listener, service, opts, token.stopped()).await {
             tracing::error!("storage RPC server failed: {e}");
         }
-        drop(rdma_stop);
+        drop(token);
     });
     tracing::info!(%addr, export = %export.display(), epoch = volume.epoch(), "storage server listening");
     if let Some(path) = &args.ready_file {
         let ready = serde_json::json!({
             "addr": addr.to_string(),
-            "metrics": metrics_addr.map(metrics::url),
+            "metrics": metrics_addr.map(daemon::metrics_url),
             "export": export.display().to_string(),
             "epoch": volume.epoch(),
             "rdma": rdma,
         });
-        write_ready(path, &ready).with_context(|| format!("writing ready file {}", path.display()))?;
+        daemon::write_ready_file(path, &ready)?;
     }
-    Ok(Server { addr, metrics_addr, volume, stop: Some(stop), task, metrics_task })
+    Ok(Server { addr, metrics_addr, volume, registry, drain, task })
 }
 
 /// Serve until `shutdown` completes, then stop gracefully.
@@ -244,25 +235,7 @@ pub fn main(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .max_blocking_threads(args.io_threads.max(1))
         .build()?;
-    rt.block_on(run(args, shutdown_signal()))
-}
-
-/// Completes on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("installing SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
-}
-
-/// PATH.tmp then rename, so readers never see a half-written file.
-pub fn write_ready(path: &std::path::Path, v: &serde_json::Value) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    std::fs::write(&tmp, serde_json::to_vec(v)?)?;
-    std::fs::rename(&tmp, path)
+    rt.block_on(run(args, daemon::signals()))
 }
 
 #[cfg(test)]

@@ -516,6 +516,7 @@ fn bank(addr: &str, rdma: bool) -> cache_bank::Bank {
         timeout: Duration::from_secs(20), // the emulated VM is slow; a miss here would be a false failure
         connect_timeout: Duration::from_secs(20),
         rdma,
+        metrics: BANK_METRICS.clone(),
     };
     cache_bank::Bank::new(&[addr.to_string()], volume::Placement::Crc32, o)
 }
@@ -524,8 +525,11 @@ fn ckey(i: usize) -> cache_bank::CacheKey {
     cache_bank::CacheKey { key: format!("imca:t:1:b:16384:{i:032x}:{i}"), stripe: Some(i as u64) }
 }
 
+/// Shared by every bank of this binary, so `connects` counts across them.
+static BANK_METRICS: std::sync::LazyLock<cache_bank::BankMetrics> = std::sync::LazyLock::new(Default::default);
+
 fn connects(addr: &str, transport: &str) -> u64 {
-    cache_bank::metrics::CONNECTS.with_label_values(&[addr, transport]).get()
+    BANK_METRICS.connects.with_label_values(&[addr, transport]).get()
 }
 
 /// cache_bank::Bank over RDMA against a real cache node: sets (inline and by

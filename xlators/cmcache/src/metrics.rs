@@ -1,29 +1,41 @@
-//! CMCache's metrics: which operations the bank answered.
+//! CMCache's metrics: which operations the bank answered. Registered in the
+//! gateway's registry (one CMCache per gateway).
 
-use prometheus::{register_int_counter_vec, IntCounterVec};
-use std::sync::LazyLock;
+use prometheus::{IntCounterVec, Opts, Registry};
 
-/// `op` lookup|getattr|read, `result` hit (answered from the bank) |
-/// miss (forwarded to the storage servers) | bypass (no cache in force).
-pub static CACHE: LazyLock<IntCounterVec> = LazyLock::new(|| {
-    register_int_counter_vec!(
-        "imca_gateway_cache_total",
-        "Gateway operations answered from the cache bank (hit) or forwarded (miss)",
-        &["op", "result"]
-    )
-    .expect("metric registers once")
-});
+#[derive(Clone, Debug)]
+pub struct Metrics {
+    /// `imca_gateway_cache_total{op,result}`: `op` lookup|getattr|read,
+    /// `result` hit (answered from the bank) | miss (forwarded to the
+    /// storage servers) | bypass (no cache in force).
+    pub cache: IntCounterVec,
+    /// `imca_gateway_read_bytes_total{source}`: bytes of read replies
+    /// assembled from bank blocks vs forwarded (bank | storage).
+    pub read_bytes: IntCounterVec,
+}
 
-/// Bytes of read replies assembled from bank blocks vs forwarded.
-pub static READ_BYTES: LazyLock<IntCounterVec> = LazyLock::new(|| {
-    register_int_counter_vec!(
-        "imca_gateway_read_bytes_total",
-        "Read reply bytes by source (bank | storage)",
-        &["source"]
-    )
-    .expect("metric registers once")
-});
+impl Metrics {
+    pub fn register(registry: &Registry) -> Metrics {
+        let cache = IntCounterVec::new(
+            Opts::new(
+                "imca_gateway_cache_total",
+                "Gateway operations answered from the cache bank (hit) or forwarded (miss)",
+            ),
+            &["op", "result"],
+        )
+        .expect("valid metric");
+        let read_bytes = IntCounterVec::new(
+            Opts::new("imca_gateway_read_bytes_total", "Read reply bytes by source (bank | storage)"),
+            &["source"],
+        )
+        .expect("valid metric");
+        // Registration fails only for a duplicate name: one CMCache per registry.
+        let _ = registry.register(Box::new(cache.clone()));
+        let _ = registry.register(Box::new(read_bytes.clone()));
+        Metrics { cache, read_bytes }
+    }
 
-pub fn count(op: &str, result: &str) {
-    CACHE.with_label_values(&[op, result]).inc();
+    pub fn count(&self, op: &str, result: &str) {
+        self.cache.with_label_values(&[op, result]).inc();
+    }
 }

@@ -4,7 +4,7 @@ use crate::metrics;
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 use cache_bank::value::{self, Kind};
-use cache_bank::{CacheKey, Hit, Layout, LayoutSlot, Update};
+use cache_bank::{BankOptions, CacheKey, Hit, Layout, LayoutSlot, Update};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -31,18 +31,33 @@ pub struct CmCache {
     /// if the block size divides it (else a block would span two servers,
     /// and no single server could keep it fresh)
     stripe_unit: Option<u64>,
+    metrics: metrics::Metrics,
 }
 
 impl CmCache {
-    pub fn new(below: Next, config: watch::Receiver<HeldConfig>) -> CmCache {
+    /// `bank`: the options every bank built from the config gets (the
+    /// daemon's transport and bank metrics); CMCache's own metrics are
+    /// registered in `registry` (the gateway's).
+    pub fn new(
+        below: Next,
+        config: watch::Receiver<HeldConfig>,
+        bank: BankOptions,
+        registry: &prometheus::Registry,
+    ) -> CmCache {
         CmCache {
             below,
             config,
-            layout: LayoutSlot::default(),
+            layout: LayoutSlot::new(bank),
             hints: Mutex::new(HashMap::new()),
             timeout: None,
             stripe_unit: None,
+            metrics: metrics::Metrics::register(registry),
         }
+    }
+
+    /// What this CMCache counted (tests read hits from here).
+    pub fn metrics(&self) -> &metrics::Metrics {
+        &self.metrics
     }
 
     /// The stripe unit of the translator below (see the field).
@@ -120,7 +135,7 @@ impl CmCache {
         let c = match claim_of(got.into_iter().next().flatten()) {
             Claim::Value(v) => {
                 if let Some(a) = stat_of(&key, &v, fid) {
-                    metrics::count("getattr", "hit");
+                    self.metrics.count("getattr", "hit");
                     return Ok(a);
                 }
                 // corrupt or foreign: a miss, and out of the way (deleting is always safe)
@@ -130,7 +145,7 @@ impl CmCache {
             Claim::Mine(c) => Some(c),
             Claim::Nothing => None,
         };
-        metrics::count("getattr", "miss");
+        self.metrics.count("getattr", "miss");
         let a = self.below.getattr(loc).await?;
         if let (Some(c), true) = (c, a.fid == fid) {
             let _ = l.bank.update(&[cas(key, Kind::Stat, &value::attr_payload(&a), c)], None).await;
@@ -153,7 +168,7 @@ impl Translator for CmCache {
     /// lookup and populates the entry through a claim.
     async fn lookup(&self, parent: &Loc, name: &str) -> FsResult<Attr> {
         let (Some(l), Some(pfid)) = (self.layout(), parent.fid) else {
-            metrics::count("lookup", "bypass");
+            self.metrics.count("lookup", "bypass");
             return self.below.lookup(parent, name).await;
         };
         let dkey = l.keys.dentry(pfid, name);
@@ -172,12 +187,12 @@ impl Translator for CmCache {
                     // the entry is known: the stat comes with it (hint) or next
                     if hint == Some(fid) {
                         if let Some(a) = hinted.as_ref().and_then(|h| stat_of(&keys[1], &h.value, fid)) {
-                            metrics::count("lookup", "hit");
+                            self.metrics.count("lookup", "hit");
                             return Ok(a);
                         }
                     }
                     self.remember(pfid, name, fid);
-                    metrics::count("lookup", "hit");
+                    self.metrics.count("lookup", "hit");
                     return self.stat(&l, &parent.child(name).with_fid(fid), fid).await;
                 }
                 None => None,
@@ -185,7 +200,7 @@ impl Translator for CmCache {
             Claim::Mine(c) => Some(c),
             Claim::Nothing => None,
         };
-        metrics::count("lookup", "miss");
+        self.metrics.count("lookup", "miss");
         let a = self.below.lookup(parent, name).await?;
         self.remember(pfid, name, a.fid);
         let mut ups = Vec::new();
@@ -207,7 +222,7 @@ impl Translator for CmCache {
 
     async fn getattr(&self, loc: &Loc) -> FsResult<Attr> {
         let (Some(l), Some(fid)) = (self.layout(), loc.fid) else {
-            metrics::count("getattr", "bypass");
+            self.metrics.count("getattr", "bypass");
             return self.below.getattr(loc).await;
         };
         self.stat(&l, loc, fid).await
@@ -219,12 +234,12 @@ impl Translator for CmCache {
     /// populates the blocks as it answers).
     async fn read(&self, loc: &Loc, offset: u64, size: u32) -> FsResult<Data> {
         let (Some(l), Some(fid)) = (self.layout(), loc.fid) else {
-            metrics::count("read", "bypass");
+            self.metrics.count("read", "bypass");
             return self.below.read(loc, offset, size).await;
         };
         let bs = l.keys.block_size as u64;
         if self.stripe_unit.is_some_and(|u| u % bs != 0) {
-            metrics::count("read", "bypass");
+            self.metrics.count("read", "bypass");
             return self.below.read(loc, offset, size).await;
         }
         let Some((first, last)) = l.keys.covering(offset, size as u64) else {
@@ -240,9 +255,9 @@ impl Translator for CmCache {
             match h.as_ref().and_then(|h| value::decode(Kind::Block, &k.key, &h.value)) {
                 Some(p) if p.len() as u64 <= bs => blocks.push(p),
                 _ => {
-                    metrics::count("read", "miss");
+                    self.metrics.count("read", "miss");
                     let d = self.below.read(loc, offset, size).await?;
-                    metrics::READ_BYTES.with_label_values(&["storage"]).inc_by(d.len() as u64);
+                    self.metrics.read_bytes.with_label_values(&["storage"]).inc_by(d.len() as u64);
                     return Ok(d);
                 }
             }
@@ -258,14 +273,14 @@ impl Translator for CmCache {
             size.min(end)
         };
         if eof <= offset {
-            metrics::count("read", "hit");
+            self.metrics.count("read", "hit");
             return Ok(Bytes::new());
         }
         // one block answers a small read without a copy
         if first == last && (blocks[0].len() as u64) >= eof - first * bs {
             let s = (offset - first * bs) as usize;
-            metrics::count("read", "hit");
-            metrics::READ_BYTES.with_label_values(&["bank"]).inc_by(eof - offset);
+            self.metrics.count("read", "hit");
+            self.metrics.read_bytes.with_label_values(&["bank"]).inc_by(eof - offset);
             return Ok(blocks[0].slice(s..s + (eof - offset) as usize));
         }
         let mut out = BytesMut::with_capacity((eof - offset) as usize);
@@ -283,8 +298,8 @@ impl Translator for CmCache {
             // past a block's valid length, inside the file: a hole
             out.resize(out.len() + (re - have.max(rs)), 0);
         }
-        metrics::count("read", "hit");
-        metrics::READ_BYTES.with_label_values(&["bank"]).inc_by(out.len() as u64);
+        self.metrics.count("read", "hit");
+        self.metrics.read_bytes.with_label_values(&["bank"]).inc_by(out.len() as u64);
         Ok(out.freeze())
     }
 

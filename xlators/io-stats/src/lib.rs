@@ -10,20 +10,21 @@
 
 mod metrics;
 
-use metrics::METRICS;
+use metrics::Metrics;
 use std::future::Future;
 use std::time::Instant;
 use xlator::*;
 
 /// The io-stats hook.
-pub struct IoStats;
+pub struct IoStats {
+    metrics: Metrics,
+}
 
 impl IoStats {
-    /// io-stats over `next`.
+    /// io-stats over `next`, counting into `registry` (the gateway's).
     #[allow(clippy::new_ret_no_self)]
-    pub fn new(next: Next) -> Wrap<IoStats> {
-        std::sync::LazyLock::force(&METRICS);
-        Wrap::new(IoStats, next)
+    pub fn new(next: Next, registry: &prometheus::Registry) -> Wrap<IoStats> {
+        Wrap::new(IoStats { metrics: Metrics::register(registry) }, next)
     }
 }
 
@@ -53,8 +54,8 @@ impl Around for IoStats {
         let start = Instant::now();
         let r = call.await;
         let op = fop.name();
-        METRICS.duration.with_label_values(&[op]).observe(start.elapsed().as_secs_f64());
-        METRICS.ops.with_label_values(&[op, result_label(&r)]).inc();
+        self.metrics.duration.with_label_values(&[op]).observe(start.elapsed().as_secs_f64());
+        self.metrics.ops.with_label_values(&[op, result_label(&r)]).inc();
         r
     }
 }

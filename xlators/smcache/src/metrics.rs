@@ -1,24 +1,34 @@
 //! SMCache's metrics: what it asked of the bank, and how that went.
+//! Registered in the storage server's registry (one SMCache per server).
 
-use prometheus::{register_int_counter_vec, IntCounterVec};
-use std::sync::LazyLock;
+use prometheus::{IntCounterVec, Opts, Registry};
 
-/// `op`: populate (blocks after a read, not waited for), update (blocks
-/// rewritten after a write), invalidate (keys deleted after a mutation);
-/// `result`: ok | fenced (a node could not confirm in time and was fenced
-/// before the mutation was answered) | error (answered EIO: neither
-/// confirmed nor fenced in time) | queued.
-pub static CACHE_OPS: LazyLock<IntCounterVec> = LazyLock::new(|| {
-    register_int_counter_vec!(
-        "imca_storage_cache_ops_total",
-        "SMCache's work on the cache bank, by op and result",
-        &["op", "result"]
-    )
-    .expect("metric registers once")
-});
+#[derive(Clone, Debug)]
+pub struct Metrics {
+    /// `imca_storage_cache_ops_total{op,result}`. `op`: populate (blocks
+    /// after a read, not waited for), update (blocks rewritten after a
+    /// write), invalidate (keys deleted after a mutation); `result`: ok |
+    /// fenced (a node could not confirm in time and was fenced before the
+    /// mutation was answered) | error (answered EIO: neither confirmed nor
+    /// fenced in time) | queued.
+    pub cache_ops: IntCounterVec,
+}
 
-pub fn count(op: &str, result: &str, n: u64) {
-    if n > 0 {
-        CACHE_OPS.with_label_values(&[op, result]).inc_by(n);
+impl Metrics {
+    pub fn register(registry: &Registry) -> Metrics {
+        let cache_ops = IntCounterVec::new(
+            Opts::new("imca_storage_cache_ops_total", "SMCache's work on the cache bank, by op and result"),
+            &["op", "result"],
+        )
+        .expect("valid metric");
+        // Registration fails only for a duplicate name: one SMCache per registry.
+        let _ = registry.register(Box::new(cache_ops.clone()));
+        Metrics { cache_ops }
+    }
+
+    pub fn count(&self, op: &str, result: &str, n: u64) {
+        if n > 0 {
+            self.cache_ops.with_label_values(&[op, result]).inc_by(n);
+        }
     }
 }

@@ -7,7 +7,7 @@
 //! two changes within one lease (a fence, then a re-admission) leave two
 //! epochs that gateways may still read.
 
-use cache_bank::LayoutSlot;
+use cache_bank::{BankOptions, LayoutSlot};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -24,8 +24,10 @@ pub struct Layouts {
 }
 
 impl Layouts {
-    pub fn new(rx: watch::Receiver<CacheConfig>) -> Layouts {
-        Layouts { rx, cur: LayoutSlot::default(), prev: Mutex::new(Vec::new()) }
+    /// `bank`: the options of every bank built here (the daemon's transport
+    /// and bank metrics; the timeout comes from the config).
+    pub fn new(rx: watch::Receiver<CacheConfig>, bank: BankOptions) -> Layouts {
+        Layouts { rx, cur: LayoutSlot::new(bank), prev: Mutex::new(Vec::new()) }
     }
 
     /// The layout to use now; `None` = no cache for this volume.

@@ -29,11 +29,14 @@ pub struct SmOptions {
     /// covers before replying and rewrites them afterwards, off the reply path
     pub threaded: bool,
     pub deadline: Duration,
+    /// what every bank built from the volume config gets (the daemon's
+    /// transport and bank metrics); the timeout comes from the config
+    pub bank: cache_bank::BankOptions,
 }
 
 impl Default for SmOptions {
     fn default() -> Self {
-        SmOptions { threaded: false, deadline: DEFAULT_DEADLINE }
+        SmOptions { threaded: false, deadline: DEFAULT_DEADLINE, bank: Default::default() }
     }
 }
 
@@ -49,18 +52,27 @@ struct Inner {
     opts: SmOptions,
     /// nodes we want fenced, read by gateways with the volume config
     fences: Arc<FenceRequests>,
+    metrics: metrics::Metrics,
 }
 
 impl SmCache {
+    /// SMCache's metrics are registered in `registry` (the storage server's).
     pub fn new(
         below: Next,
         config: watch::Receiver<CacheConfig>,
         fences: Arc<FenceRequests>,
         opts: SmOptions,
+        registry: &prometheus::Registry,
     ) -> SmCache {
-        let layouts = Layouts::new(config);
-        let inner = Arc::new(Inner { below: below.clone(), layouts, locks: FileLocks::default(), opts, fences });
+        let layouts = Layouts::new(config, opts.bank.clone());
+        let metrics = metrics::Metrics::register(registry);
+        let inner = Arc::new(Inner { below: below.clone(), layouts, locks: FileLocks::default(), opts, fences, metrics });
         SmCache { inner, below }
+    }
+
+    /// What this SMCache counted.
+    pub fn metrics(&self) -> &metrics::Metrics {
+        &self.inner.metrics
     }
 }
 
@@ -93,7 +105,7 @@ impl Inner {
         let n = changes.len() as u64;
         let mut failed = self.apply(l, &changes).await;
         if failed.is_empty() {
-            metrics::count(op, "ok", n);
+            self.metrics.count(op, "ok", n);
             return Ok(());
         }
         let give_up = Instant::now() + Duration::from_millis(l.config.lease_ms.max(1)) * 4 + Duration::from_secs(1);
@@ -111,7 +123,7 @@ impl Inner {
             // every layout that still held a stuck node must be past its lease
             self.layouts.outwait_previous().await;
             let Some(nl) = next else {
-                metrics::count(op, "fenced", n);
+                self.metrics.count(op, "fenced", n);
                 return Ok(());
             };
             // Keys of the new epoch were claimed after our disk operation, so
@@ -120,12 +132,12 @@ impl Inner {
             let dels = changes::previous_deletes(&changes, &keys, &nl.keys);
             failed = nl.bank.update_each(&dels, Some(self.opts.deadline)).await;
             if failed.is_empty() {
-                metrics::count(op, "fenced", n);
+                self.metrics.count(op, "fenced", n);
                 return Ok(());
             }
             keys = nl.keys.clone();
         }
-        metrics::count(op, "error", n);
+        self.metrics.count(op, "error", n);
         tracing::warn!(op, "cache nodes neither confirmed nor were fenced in time; answering EIO");
         Err(FsError::EIO)
     }
@@ -193,7 +205,7 @@ impl Inner {
         if let Ok(data) = self.below.read(&loc, first * bs, ((last - first + 1) * bs) as u32).await {
             let ch = Self::blocks_of(fid, first, last, bs, &data, true);
             let _ = l.bank.update(&changes::updates(&ch, &l.keys), None).await;
-            metrics::count("populate", "queued", ch.len() as u64);
+            self.metrics.count("populate", "queued", ch.len() as u64);
         }
     }
 }
@@ -230,7 +242,7 @@ impl Translator for SmCache {
         let out = data.slice(rel.min(data.len())..(rel + size as usize).min(data.len()));
         let ch = Inner::blocks_of(fid, first, last, bs, &data, true);
         let _ = l.bank.update(&changes::updates(&ch, &l.keys), None).await;
-        metrics::count("populate", "queued", ch.len() as u64);
+        i.metrics.count("populate", "queued", ch.len() as u64);
         Ok(out)
     }
 

@@ -119,7 +119,7 @@ impl TestBank {
 
     /// The bank as `config` lays it out.
     pub fn view(&self, config: &CacheConfig) -> View {
-        let opts = BankOptions { timeout: Duration::from_secs(5), connect_timeout: Duration::from_secs(1), rdma: false };
+        let opts = BankOptions { timeout: Duration::from_secs(5), connect_timeout: Duration::from_secs(1), ..Default::default() };
         View {
             slots: self.slots.clone(),
             keys: Keys::from_config(config),

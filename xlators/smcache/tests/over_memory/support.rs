@@ -21,7 +21,7 @@ pub struct Stack {
 /// Options for tests: a deadline long enough for a loaded machine (a live
 /// node always confirms well within it).
 pub fn opts() -> SmOptions {
-    SmOptions { threaded: false, deadline: Duration::from_secs(10) }
+    SmOptions { threaded: false, deadline: Duration::from_secs(10), ..Default::default() }
 }
 
 impl Stack {
@@ -41,7 +41,7 @@ impl Stack {
         let volume = TestVolume::new(config);
         let leaf = testkit::memory();
         let fences = Arc::new(FenceRequests::default());
-        let sm = Arc::new(SmCache::new(wrap(leaf.clone()), volume.server_rx(), fences.clone(), opts));
+        let sm = Arc::new(SmCache::new(wrap(leaf.clone()), volume.server_rx(), fences.clone(), opts, &prometheus::Registry::new()));
         Stack { bank, volume, leaf, sm, fences }
     }
 
