@@ -209,4 +209,11 @@ pub trait AdminBackend: Send + Sync + 'static {
 
     /// Drop every item of the bank (and unfence fenced nodes).
     async fn flush(&self) -> Result<FlushReport, AdminError>;
+
+    /// What `/metrics` serves. A gateway answers from its own registry; the
+    /// default, the process-wide registry, is for backends that keep none
+    /// (tests).
+    fn metrics(&self) -> Vec<prometheus::proto::MetricFamily> {
+        prometheus::gather()
+    }
 }

@@ -102,9 +102,9 @@ async fn not_found(req: Request) -> Response {
         .into_response()
 }
 
-async fn metrics() -> Reply {
+async fn metrics(State(app): State<App>) -> Reply {
     let text = prometheus::TextEncoder::new()
-        .encode_to_string(&prometheus::gather())
+        .encode_to_string(&app.backend.metrics())
         .map_err(|e| AdminError::Internal(e.to_string()))?;
     Ok(([(header::CONTENT_TYPE, prometheus::TEXT_FORMAT)], text).into_response())
 }

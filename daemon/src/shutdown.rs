@@ -45,6 +45,15 @@ impl Drain {
         Shutdown { stop: self.stop.subscribe(), _alive: self.alive.clone() }
     }
 
+    /// A future resolving at the stop, for work the drain need not wait for
+    /// (a task that only watches, a server that drains on its own).
+    pub fn stopped(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut stop = self.stop.subscribe();
+        async move {
+            let _ = stop.wait_for(|s| *s).await;
+        }
+    }
+
     /// Broadcast the stop without waiting (the tasks start finishing).
     pub fn stop(&self) {
         self.stop.send_replace(true);
@@ -131,9 +140,10 @@ mod tests {
         let mut late = d.token();
         late.recv().await;
         let d = Drain::new();
-        let mut t = d.token();
+        let (mut t, watcher) = (d.token(), d.stopped());
         drop(d);
         t.recv().await;
+        watcher.await;
     }
 
     #[tokio::test]

@@ -71,13 +71,15 @@ impl VolumeServers for StorageServers {
 /// stamp. Needs server 0 to answer now.
 pub async fn start_lease(
     servers: Arc<StorageServers>,
+    registry: &prometheus::Registry,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<ConfigLease> {
     let lease = volume::lease::start(servers.clone(), shutdown).await?;
     let mut held = lease.subscribe();
+    let gauges = ConfigGauges::register(registry);
     tokio::spawn(async move {
         loop {
-            config_gauges(held.borrow_and_update().as_deref());
+            gauges.set(held.borrow_and_update().as_deref());
             if held.changed().await.is_err() {
                 return;
             }
@@ -99,28 +101,32 @@ pub async fn start_lease(
 
 /// `imca_gateway_config_{epoch,block_size_bytes,lease_valid}`: what this
 /// gateway uses now (the dashboard's configuration row).
-fn config_gauges(held: Option<&CacheConfig>) {
-    use prometheus::IntGauge;
-    use std::sync::LazyLock;
-    fn gauge(name: &str, help: &str) -> IntGauge {
-        let g = IntGauge::new(name, help).expect("valid metric");
-        let _ = prometheus::register(Box::new(g.clone()));
-        g
-    }
-    static GAUGES: LazyLock<[IntGauge; 3]> = LazyLock::new(|| {
-        [
+struct ConfigGauges([prometheus::IntGauge; 3]);
+
+impl ConfigGauges {
+    fn register(registry: &prometheus::Registry) -> ConfigGauges {
+        let gauge = |name: &str, help: &str| {
+            let g = prometheus::IntGauge::new(name, help).expect("valid metric");
+            // Fails only for a duplicate name: one lease per gateway registry.
+            let _ = registry.register(Box::new(g.clone()));
+            g
+        };
+        ConfigGauges([
             gauge("imca_gateway_config_epoch", "Volume config epoch this gateway uses for cache keys"),
             gauge("imca_gateway_config_block_size_bytes", "Cache block size this gateway uses"),
             gauge("imca_gateway_config_lease_valid", "1 while the config lease is valid, 0 while the cache is bypassed"),
-        ]
-    });
-    match held {
-        Some(c) => {
-            GAUGES[0].set(c.epoch as i64);
-            GAUGES[1].set(c.block_size as i64);
-            GAUGES[2].set(1);
+        ])
+    }
+
+    fn set(&self, held: Option<&CacheConfig>) {
+        match held {
+            Some(c) => {
+                self.0[0].set(c.epoch as i64);
+                self.0[1].set(c.block_size as i64);
+                self.0[2].set(1);
+            }
+            None => self.0[2].set(0),
         }
-        None => GAUGES[2].set(0),
     }
 }
 
@@ -132,6 +138,9 @@ pub struct GatewayAdmin {
     pub mountpoint: Option<PathBuf>,
     pub stripe_unit: u32,
     pub started: Instant,
+    /// the gateway's registry: the bank's and CMCache's counters for
+    /// `status`, and what the admin API's `/metrics` serves
+    pub registry: prometheus::Registry,
 }
 
 #[async_trait]
@@ -158,8 +167,9 @@ impl AdminBackend for GatewayAdmin {
             },
         ))
         .await;
-        let mut nodes = node_status(&config.nodes).await;
-        for mut f in node_status(&config.fenced).await {
+        let families = self.registry.gather();
+        let mut nodes = node_status(&families, &config.nodes).await;
+        for mut f in node_status(&families, &config.fenced).await {
             f.fenced = true;
             nodes.push(f);
         }
@@ -176,7 +186,7 @@ impl AdminBackend for GatewayAdmin {
             pipeline: self.pipeline.clone(),
             storage_servers: servers,
             cache_nodes: nodes,
-            hit_ratio: op_hit_ratios(),
+            hit_ratio: op_hit_ratios(&families),
             config,
         })
     }
@@ -215,15 +225,18 @@ impl AdminBackend for GatewayAdmin {
         .await;
         Ok(FlushReport { epoch: cfg.epoch, nodes })
     }
+
+    fn metrics(&self) -> Vec<prometheus::proto::MetricFamily> {
+        self.registry.gather()
+    }
 }
 
 /// Per node: its own `stats` (items, memory, evictions) and this gateway's
 /// hits and misses on it (from the bank client's counters).
-async fn node_status(nodes: &[String]) -> Vec<NodeStatus> {
-    let families = prometheus::gather();
+async fn node_status(families: &[prometheus::proto::MetricFamily], nodes: &[String]) -> Vec<NodeStatus> {
     futures::future::join_all(nodes.iter().map(|n| {
-        let hits = counter(&families, "imca_bank_requests_total", &[("node", n), ("op", "get"), ("result", "hit")]);
-        let misses = counter(&families, "imca_bank_requests_total", &[("node", n), ("op", "get"), ("result", "miss")]);
+        let hits = counter(families, "imca_bank_requests_total", &[("node", n), ("op", "get"), ("result", "hit")]);
+        let misses = counter(families, "imca_bank_requests_total", &[("node", n), ("op", "get"), ("result", "miss")]);
         async move {
             let mut s = NodeStatus {
                 addr: n.clone(),
@@ -256,13 +269,12 @@ fn admin_ratio(hits: u64, misses: u64) -> Option<f64> {
 
 /// Hits and misses per cached operation, from CMCache's counters
 /// (`imca_gateway_cache_total{op,result}`; `bypass` is neither).
-fn op_hit_ratios() -> Vec<OpHitRatio> {
-    let f = prometheus::gather();
+fn op_hit_ratios(f: &[prometheus::proto::MetricFamily]) -> Vec<OpHitRatio> {
     ["lookup", "getattr", "read"]
         .iter()
         .map(|op| {
-            let h = counter(&f, CACHE_METRIC, &[("op", op), ("result", "hit")]);
-            let m = counter(&f, CACHE_METRIC, &[("op", op), ("result", "miss")]);
+            let h = counter(f, CACHE_METRIC, &[("op", op), ("result", "hit")]);
+            let m = counter(f, CACHE_METRIC, &[("op", op), ("result", "miss")]);
             OpHitRatio::new(*op, h, m)
         })
         .collect()

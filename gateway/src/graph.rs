@@ -18,6 +18,8 @@ pub struct GraphConfig {
     /// the volume's cache config under the gateway's lease (volume::lease);
     /// None: no CMCache in the graph
     pub volume_config: Option<tokio::sync::watch::Receiver<cmcache::HeldConfig>>,
+    /// options of every bank CMCache builds (`--transport`, bank metrics)
+    pub bank: cache_bank::BankOptions,
 }
 
 /// The built graph, with handles to the parts others need (admin API, tests).
@@ -43,11 +45,13 @@ impl Graph {
     }
 }
 
-pub fn build(leaves: Vec<Next>, cfg: &GraphConfig) -> Result<Graph, StripeError> {
+/// Build the graph; its translators register their metrics in `registry`
+/// (the gateway's).
+pub fn build(leaves: Vec<Next>, cfg: &GraphConfig, registry: &prometheus::Registry) -> Result<Graph, StripeError> {
     let stripe = Arc::new(Stripe::new(leaves.clone(), cfg.stripe_unit)?);
     let below_stripe: Next = stripe.clone();
-    let cached = cmcache(below_stripe, cfg);
-    let top: Next = Arc::new(IoStats::new(cached));
+    let cached = cmcache(below_stripe, cfg, registry);
+    let top: Next = Arc::new(IoStats::new(cached, registry));
     Ok(Graph { top, stripe, leaves })
 }
 
@@ -55,9 +59,11 @@ pub fn build(leaves: Vec<Next>, cfg: &GraphConfig) -> Result<Graph, StripeError>
 // CMCache (crate cmcache) goes here: wrap `below` and return the
 // wrapper. Everything it needs is in `cfg` (cache nodes) and can be added to
 // `GraphConfig`; the volume's live CacheConfig comes from the storage servers.
-fn cmcache(below: Next, cfg: &GraphConfig) -> Next {
+fn cmcache(below: Next, cfg: &GraphConfig, registry: &prometheus::Registry) -> Next {
     match &cfg.volume_config {
-        Some(rx) => Arc::new(cmcache::CmCache::new(below, rx.clone()).with_stripe_unit(cfg.stripe_unit)),
+        Some(rx) => Arc::new(
+            cmcache::CmCache::new(below, rx.clone(), cfg.bank.clone(), registry).with_stripe_unit(cfg.stripe_unit),
+        ),
         None => below,
     }
 }

@@ -6,7 +6,8 @@
 //!  fuse::GatewayFs ─ task per request ─> io-stats → [CMCache slot] → stripe → protocol-client × S
 //!        │                                                                   (wire RPC to `imca storage`)
 //!        └─ inode table: ino = FileId::ino(), ino → (path, file id)
-//!  axum: /metrics (+ the admin API, when `--admin` is given)
+//!  daemon::serve_metrics: /metrics from the gateway's registry (io-stats,
+//!  CMCache, the bank client, the config gauges); the admin API when `--admin` is given
 //! ```
 //!
 //! Thread/task model: a multi-threaded tokio runtime runs every translator
@@ -16,17 +17,17 @@
 //! (entry/attribute timeouts 0, page cache dropped at open and re-validated
 //! on read), so several gateways on the same servers stay coherent;
 //! `--kernel-cache` trades that for speed when one gateway is alone.
+//!
+//! The skeleton (signals, drain, ready file, `/metrics`) is the `daemon`
+//! crate's; one `prometheus::Registry` per gateway is passed to every part
+//! that registers metrics.
 
 pub mod admin;
 pub mod fuse;
 pub mod graph;
-pub mod metrics;
 pub mod mount;
-mod ready;
 mod storage;
 pub use stripe;
-
-pub use ready::write_ready_file;
 
 use anyhow::Context;
 use std::future::Future;
@@ -92,6 +93,9 @@ fn cpus() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
 }
 
+/// How long the side servers (`/metrics`) get to finish after the unmount.
+const DRAIN: Duration = Duration::from_secs(5);
+
 /// Entry point used by the `imca` binary; builds its own runtime.
 pub fn main(args: Args) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -99,19 +103,7 @@ pub fn main(args: Args) -> anyhow::Result<()> {
         .thread_name("gateway")
         .enable_all()
         .build()?;
-    rt.block_on(run(args, shutdown_signal()))
-}
-
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = int.recv() => tracing::info!("SIGINT: unmounting"),
-        _ = term.recv() => tracing::info!("SIGTERM: unmounting"),
-    }
+    rt.block_on(run(args, daemon::signals()))
 }
 
 /// Mount, serve until `shutdown` resolves (or the mount is removed from
@@ -120,20 +112,18 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
     let mountpoint = mount::prepare(&args.mountpoint)?;
     let timeout = Duration::from_secs_f64(args.timeout.max(0.001));
     let rdma = transport::select::use_rdma(args.transport, "gateway").map_err(anyhow::Error::msg)?;
-    if rdma {
-        // CMCache's bank (built from the volume config) reaches the cache nodes over RDMA too.
-        cache_bank::set_default_rdma(true);
-    }
     let clients = storage::connect(&args.storage_servers, timeout, rdma).await?;
     let leaves = clients.iter().map(|c| c.clone() as xlator::Next).collect();
 
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let stopped = move || {
-        let mut rx = stop_rx.clone();
-        async move {
-            let _ = rx.wait_for(|s| *s).await;
-        }
+    // One registry for everything this gateway runs (see the daemon crate).
+    let registry = prometheus::Registry::new();
+    // CMCache's bank (built from the volume config) reaches the cache nodes over RDMA too.
+    let bank = cache_bank::BankOptions {
+        rdma,
+        metrics: cache_bank::BankMetrics::register(&registry)?,
+        ..Default::default()
     };
+    let drain = daemon::Drain::new();
     // The volume's cache config, held under a lease (volume::lease): CMCache
     // uses it for keys and bypasses the bank while it is withdrawn.
     let servers = std::sync::Arc::new(admin::StorageServers::new(clients.clone(), args.storage_servers.clone()));
@@ -141,26 +131,23 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
     if !args.cache_nodes.is_empty() {
         volume::change::install_nodes(&*servers, &args.cache_nodes).await.context("installing --cache-nodes")?;
     }
-    let lease = admin::start_lease(servers.clone(), stopped()).await?;
+    let lease = admin::start_lease(servers.clone(), &registry, drain.stopped()).await?;
     let graph = graph::build(
         leaves,
         &graph::GraphConfig {
             stripe_unit: args.stripe_unit,
             cache_nodes: args.cache_nodes.clone(),
             volume_config: Some(lease.subscribe()),
+            bank,
         },
+        &registry,
     )?;
     tracing::info!(pipeline = ?graph.names(), "client graph built");
     let metrics_url = match &args.metrics {
-        Some(addr) => {
-            let l = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding metrics on {addr}"))?;
-            let url = format!("http://{}/metrics", l.local_addr()?);
-            tokio::spawn(metrics::serve(l, stopped()));
-            Some(url)
-        }
+        Some(addr) => Some(daemon::metrics_url(daemon::spawn_metrics(addr, registry.clone(), || {}, drain.token()).await?)),
         None => None,
     };
-    let admin_url = admin_slot(&args, &graph, servers, lease, stopped()).await?;
+    let admin_url = admin_slot(&args, &graph, servers, lease, &registry, drain.stopped()).await?;
 
     let policy = if args.kernel_cache { fuse::CachePolicy::KERNEL } else { fuse::CachePolicy::COHERENT };
     let fs = fuse::GatewayFs::new(tokio::runtime::Handle::current(), graph.top.clone(), policy);
@@ -171,7 +158,7 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
 
     if let Some(path) = &args.ready_file {
         let addr = admin_url.as_deref().map(|u| u.trim_start_matches("http://").to_string());
-        write_ready_file(
+        daemon::write_ready_file(
             path,
             &serde_json::json!({
                 "mount": mountpoint,
@@ -196,7 +183,7 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
         }
     }
     let result = tokio::task::spawn_blocking(move || mounted.unmount()).await?;
-    let _ = stop_tx.send(true);
+    drain.drain(DRAIN).await;
     tracing::info!(mount = %mountpoint.display(), "unmounted");
     result
 }
@@ -211,6 +198,7 @@ async fn admin_slot(
     graph: &graph::Graph,
     servers: std::sync::Arc<admin::StorageServers>,
     lease: volume::lease::ConfigLease,
+    registry: &prometheus::Registry,
     stopped: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<Option<String>> {
     let Some(addr) = &args.admin else { return Ok(None) };
@@ -222,6 +210,7 @@ async fn admin_slot(
         mountpoint: Some(args.mountpoint.clone()),
         stripe_unit: args.stripe_unit as u32,
         started: std::time::Instant::now(),
+        registry: registry.clone(),
     });
     let url = admin::serve(addr, token, backend, stopped).await?;
     tracing::info!(%url, "admin API up");

@@ -223,7 +223,7 @@ async fn up(args: Args) -> anyhow::Result<()> {
             "cache_nodes": cache_addrs,
             "metrics": metrics,
         });
-        gateway::write_ready_file(&dir.join("cluster.json"), &cluster)?;
+        daemon::write_ready_file(&dir.join("cluster.json"), &cluster)?;
         println!("IMCa is up: {} (endpoints in {}). Ctrl-C to stop.", mount.display(), dir.join("cluster.json").display());
         anyhow::Ok(())
     }
@@ -257,7 +257,7 @@ fn check_layout(dir: &Path, servers: usize, unit: Option<&str>) -> anyhow::Resul
             }
             Ok(())
         }
-        Err(_) => gateway::write_ready_file(&path, &want),
+        Err(_) => daemon::write_ready_file(&path, &want),
     }
 }
 

@@ -154,7 +154,7 @@ async fn random_ops(kind: NodeKind, seed: u64, ops: usize) {
 async fn random_ops_with(spec: Spec, seed: u64, ops: usize) {
     let p = Pipeline::start(spec);
     let mut rng = StdRng::seed_from_u64(seed);
-    let hits_before = cmcache::metrics::CACHE.with_label_values(&["read", "hit"]).get();
+    let hits_before = p.cache_count("read", "hit");
     for i in 0..ops {
         let g = rng.random_range(0..2);
         let touched = mutate(&p, g, &mut rng).await;
@@ -164,9 +164,9 @@ async fn random_ops_with(spec: Spec, seed: u64, ops: usize) {
             check(&p, g, name, &mut rng, &format!("seed {seed} op {i}")).await;
         }
     }
-    let hits = cmcache::metrics::CACHE.with_label_values(&["read", "hit"]).get() - hits_before;
+    let hits = p.cache_count("read", "hit") - hits_before;
     assert!(hits > ops as u64 / 2, "the bank answered only {hits} reads: the cache is not being used");
-    let stat_hits = cmcache::metrics::CACHE.with_label_values(&["getattr", "hit"]).get();
+    let stat_hits = p.cache_count("getattr", "hit");
     assert!(stat_hits > ops as u64 / 2, "the bank answered only {stat_hits} getattrs");
 }
 
@@ -236,7 +236,7 @@ async fn blocks_larger_than_the_stripe_unit_are_not_served() {
     let new = NewFile { name: "x".into(), fid: FileId::from_random(7), perm: 0o644, owner: Owner::default(), exclusive: false };
     let a = g0.create(&Loc::root(), &new, libc::O_RDWR | libc::O_CREAT).await.unwrap();
     let loc = Loc::new("x", Some(a.fid));
-    let before = cmcache::metrics::CACHE.with_label_values(&["read", "hit"]).get();
+    let before = p.cache_count("read", "hit");
     for round in 0..3u8 {
         let data = Bytes::from(vec![round + 1; 200_000]);
         g0.write(&loc, 0, data.clone()).await.unwrap();
@@ -244,7 +244,7 @@ async fn blocks_larger_than_the_stripe_unit_are_not_served() {
             assert_eq!(g.read(&loc, 0, 250_000).await.unwrap(), data, "round {round}");
         }
     }
-    assert_eq!(cmcache::metrics::CACHE.with_label_values(&["read", "hit"]).get(), before);
+    assert_eq!(p.cache_count("read", "hit"), before);
 }
 
 /// A live config change (new epoch and block size): servers switch first,

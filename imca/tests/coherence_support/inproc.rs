@@ -21,6 +21,8 @@ pub struct Pipeline {
     pub oracle: Next,
     pub config: CacheConfig,
     pub exports: Vec<tempfile::TempDir>,
+    /// each gateway's CMCache counters (each gateway has its own registry)
+    pub cm_metrics: Vec<cmcache::metrics::Metrics>,
     server_cfg: watch::Sender<CacheConfig>,
     gateway_cfg: watch::Sender<Option<Arc<CacheConfig>>>,
 }
@@ -79,18 +81,27 @@ impl Pipeline {
                     p.clone(),
                     srx.clone(),
                     Arc::default(),
-                    SmOptions { threaded: spec.threaded, deadline: Duration::from_secs(8) },
+                    SmOptions { threaded: spec.threaded, deadline: Duration::from_secs(8), ..Default::default() },
+                    &prometheus::Registry::new(),
                 )) as Next
             })
             .collect();
-        let gateways = (0..spec.gateways)
+        let (gateways, cm_metrics) = (0..spec.gateways)
             .map(|_| {
                 let stripe: Next = Arc::new(gateway::stripe::Stripe::new(servers.clone(), spec.stripe_unit).unwrap());
-                Arc::new(CmCache::new(stripe, grx.clone()).with_stripe_unit(spec.stripe_unit)) as Next
+                let cm = CmCache::new(stripe, grx.clone(), Default::default(), &prometheus::Registry::new())
+                    .with_stripe_unit(spec.stripe_unit);
+                let m = cm.metrics().clone();
+                (Arc::new(cm) as Next, m)
             })
-            .collect();
+            .unzip();
         let oracle: Next = Arc::new(gateway::stripe::Stripe::new(posix, spec.stripe_unit).unwrap());
-        Pipeline { nodes, gateways, oracle, config, exports, server_cfg, gateway_cfg }
+        Pipeline { nodes, gateways, oracle, config, exports, cm_metrics, server_cfg, gateway_cfg }
+    }
+
+    /// `imca_gateway_cache_total{op, result}` summed over the gateways.
+    pub fn cache_count(&self, op: &str, result: &str) -> u64 {
+        self.cm_metrics.iter().map(|m| m.cache.with_label_values(&[op, result]).get()).sum()
     }
 
     /// The storage servers switch to `c` (gateways keep theirs until their
