@@ -5,15 +5,26 @@
 //! change), `stats` (for the status page) and `flush_all` (for the flush
 //! endpoint and readmitting fenced nodes), spoken directly so they work on
 //! any memcached-compatible node, outside the bank and its epochs.
+//!
+//! Requests are composed and answers parsed by `cache_proto::client`, the
+//! bank's own protocol half: an answer line is bounded (`MAX_LINE`), so a
+//! node that streams garbage costs a clear error, not memory.
 
 use crate::validate::DEFAULT_ITEM_LIMIT;
 use crate::{Invalid, Limits};
+use cache_proto::client::{self, Parsed};
+use cache_proto::response::{Response, Status};
+use cache_proto::text::Command;
 use std::collections::HashMap;
+use std::io;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A `stats` listing longer than this is not a memcached's.
+const MAX_STATS: usize = 1024;
 
 /// A node may join the pool only if it answers `version` now.
 pub async fn reachable(addr: &str) -> Result<(), Invalid> {
@@ -38,145 +49,142 @@ pub async fn limits(stripe_unit: Option<u32>, nodes: &[String]) -> Limits {
 }
 
 /// Connect, send `version`, expect `VERSION <v>`; returns `<v>`.
-pub async fn memcached_version(addr: &str, deadline: Duration) -> std::io::Result<String> {
-    let attempt = async {
-        let mut s = TcpStream::connect(addr).await?;
-        s.write_all(b"version\r\n").await?;
-        let mut line = String::new();
-        let mut r = BufReader::new(&mut s);
-        r.read_line(&mut line).await?;
-        match line.trim_end().strip_prefix("VERSION ") {
-            Some(v) => Ok(v.to_string()),
-            None => Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("not a memcached-compatible node (answered {:?})", line.trim_end()),
-            )),
-        }
-    };
-    with_deadline(deadline, attempt).await
+pub async fn memcached_version(addr: &str, deadline: Duration) -> io::Result<String> {
+    let mut answer = None;
+    exchange(addr, &Command::Version, deadline, |r| {
+        answer = Some(match r {
+            Response::Version(v) => Ok(String::from_utf8_lossy(v).into_owned()),
+            other => Err(not_memcached(&other)),
+        });
+        true
+    })
+    .await?;
+    answer.expect("exchange saw one response")
 }
 
 /// `stats`: the node's general statistics (curr_items, bytes,
 /// limit_maxbytes, evictions, ...), as memcached and `imca cache-node` report them.
-pub async fn memcached_stats(addr: &str, deadline: Duration) -> std::io::Result<HashMap<String, String>> {
-    stats_of(addr, "stats", deadline).await
+pub async fn memcached_stats(addr: &str, deadline: Duration) -> io::Result<HashMap<String, String>> {
+    stats_of(addr, &[], deadline).await
 }
 
 /// `stats settings`: the node's configuration (item_size_max is `-I`).
-pub async fn memcached_settings(addr: &str, deadline: Duration) -> std::io::Result<HashMap<String, String>> {
-    stats_of(addr, "stats settings", deadline).await
+pub async fn memcached_settings(addr: &str, deadline: Duration) -> io::Result<HashMap<String, String>> {
+    stats_of(addr, &[b"settings"], deadline).await
 }
 
-async fn stats_of(addr: &str, command: &str, deadline: Duration) -> std::io::Result<HashMap<String, String>> {
-    let attempt = async {
-        let mut s = TcpStream::connect(addr).await?;
-        s.write_all(format!("{command}\r\n").as_bytes()).await?;
-        let mut r = BufReader::new(&mut s);
-        let mut out = HashMap::new();
-        loop {
-            let mut line = String::new();
-            if r.read_line(&mut line).await? == 0 {
-                return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "connection closed during stats"));
-            }
-            let line = line.trim_end();
-            if line == "END" {
-                return Ok(out);
-            }
-            match line.strip_prefix("STAT ").and_then(|l| l.split_once(' ')) {
-                Some((k, v)) => {
-                    out.insert(k.to_string(), v.to_string());
-                }
-                None => {
-                    return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("unexpected {line:?}")))
-                }
-            }
+async fn stats_of(addr: &str, args: &[&[u8]], deadline: Duration) -> io::Result<HashMap<String, String>> {
+    let mut out = HashMap::new();
+    let mut failed = None;
+    exchange(addr, &Command::Stats { args: args.to_vec() }, deadline, |r| match r {
+        Response::Stat { name, value } if out.len() < MAX_STATS => {
+            out.insert(String::from_utf8_lossy(name).into_owned(), String::from_utf8_lossy(value).into_owned());
+            false
         }
-    };
-    with_deadline(deadline, attempt).await
+        Response::Status(Status::End) => true,
+        other => {
+            failed = Some(not_memcached(&other));
+            true
+        }
+    })
+    .await?;
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
 }
 
 /// `flush_all`: drop every item of the node.
-pub async fn memcached_flush_all(addr: &str, deadline: Duration) -> std::io::Result<()> {
-    let attempt = async {
-        let mut s = TcpStream::connect(addr).await?;
-        s.write_all(b"flush_all\r\n").await?;
-        let mut line = String::new();
-        BufReader::new(&mut s).read_line(&mut line).await?;
-        if line.trim_end() == "OK" {
-            Ok(())
-        } else {
-            Err(std::io::Error::other(format!("flush_all answered {:?}", line.trim_end())))
-        }
-    };
-    with_deadline(deadline, attempt).await
+pub async fn memcached_flush_all(addr: &str, deadline: Duration) -> io::Result<()> {
+    let mut answer = None;
+    exchange(addr, &Command::FlushAll { delay: 0, noreply: false }, deadline, |r| {
+        answer = Some(match r {
+            Response::Status(Status::Ok) => Ok(()),
+            other => Err(io::Error::other(format!("flush_all answered {other}"))),
+        });
+        true
+    })
+    .await?;
+    answer.expect("exchange saw one response")
 }
 
-async fn with_deadline<T>(deadline: Duration, f: impl std::future::Future<Output = std::io::Result<T>>) -> std::io::Result<T> {
-    match tokio::time::timeout(deadline, f).await {
+/// Send `cmd` on a new connection and hand each response to `take` until it
+/// says the answer is complete, all within `deadline`.
+async fn exchange(
+    addr: &str,
+    cmd: &Command<'_>,
+    deadline: Duration,
+    mut take: impl FnMut(Response<&[u8]>) -> bool,
+) -> io::Result<()> {
+    let attempt = async {
+        let mut s = TcpStream::connect(addr).await?;
+        let mut req = Vec::new();
+        client::request(&mut req, cmd, &[]);
+        s.write_all(&req).await?;
+        let mut buf = Vec::with_capacity(4096);
+        loop {
+            match client::parse(&buf, 0) {
+                Parsed::Done(r, used) => {
+                    if take(r) {
+                        return Ok(());
+                    }
+                    buf.drain(..used);
+                    continue;
+                }
+                Parsed::Invalid(why) => {
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, format!("not a memcached-compatible node ({why})")))
+                }
+                Parsed::Incomplete => {}
+            }
+            let mut chunk = [0u8; 4096];
+            match s.read(&mut chunk).await? {
+                0 => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed before the answer ended")),
+                n => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    };
+    match tokio::time::timeout(deadline, attempt).await {
         Ok(r) => r,
-        Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, format!("no answer within {deadline:?}"))),
+        Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, format!("no answer within {deadline:?}"))),
     }
+}
+
+fn not_memcached(r: &Response<&[u8]>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("not a memcached-compatible node (answered {r})"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Debian's memcached on a free port (the real thing, not a fake).
-    struct Memcached(std::process::Child, String);
-
-    impl Drop for Memcached {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-
-    async fn memcached() -> Memcached {
-        assert!(
-            std::path::Path::new("/usr/bin/memcached").exists(),
-            "this test needs Debian's memcached (apt-get install memcached, or ./dev deps)"
-        );
-        // memcached cannot report an ephemeral port; take a free one and retry on a race.
-        for _ in 0..20 {
-            let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-            let child = std::process::Command::new("/usr/bin/memcached")
-                .args(["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0", "-m", "16", "-u", "root"])
-                .spawn()
-                .unwrap();
-            let m = Memcached(child, format!("127.0.0.1:{port}"));
-            let deadline = std::time::Instant::now() + Duration::from_secs(10);
-            while std::time::Instant::now() < deadline {
-                if memcached_version(&m.1, Duration::from_secs(1)).await.is_ok() {
-                    return m;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        }
-        panic!("memcached did not start");
-    }
-
+    /// Every question against a real `imca cache-node` in this process.
     #[tokio::test]
-    async fn stats_and_flush_against_real_memcached() {
-        let m = memcached().await;
-        let mut s = TcpStream::connect(&m.1).await.unwrap();
-        s.write_all(b"set k 0 0 5\r\nhello\r\n").await.unwrap();
-        let mut line = String::new();
-        BufReader::new(&mut s).read_line(&mut line).await.unwrap();
-        assert_eq!(line, "STORED\r\n");
-        let st = memcached_stats(&m.1, PROBE_TIMEOUT).await.unwrap();
-        assert_eq!(st["curr_items"], "1");
-        assert!(st.contains_key("limit_maxbytes") && st.contains_key("evictions"));
-        let settings = memcached_settings(&m.1, PROBE_TIMEOUT).await.unwrap();
-        assert_eq!(settings["item_size_max"], "1048576");
-        memcached_flush_all(&m.1, PROBE_TIMEOUT).await.unwrap();
-        // flush_all invalidates immediately; the item count drops lazily, so check a get.
-        let mut s = TcpStream::connect(&m.1).await.unwrap();
-        s.write_all(b"get k\r\n").await.unwrap();
-        let mut line = String::new();
-        BufReader::new(&mut s).read_line(&mut line).await.unwrap();
-        assert_eq!(line, "END\r\n");
-        let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
-        assert!(memcached_version(&dead, PROBE_TIMEOUT).await.is_err());
+    async fn a_real_node_answers_every_question() {
+        let node = cache_node::start(cache_node::Config { threads: 1, ..cache_node::Config::local() }).await.unwrap();
+        let addr = node.addr.to_string();
+        assert!(!memcached_version(&addr, PROBE_TIMEOUT).await.unwrap().is_empty());
+        reachable(&addr).await.unwrap();
+        assert!(memcached_stats(&addr, PROBE_TIMEOUT).await.unwrap().contains_key("curr_items"));
+        let settings = memcached_settings(&addr, PROBE_TIMEOUT).await.unwrap();
+        let limit: u32 = settings["item_size_max"].parse().unwrap();
+        assert_eq!(limits(None, &[addr.clone()]).await.item_limit, Some(limit));
+        memcached_flush_all(&addr, PROBE_TIMEOUT).await.unwrap();
+        node.shutdown().await;
+    }
+
+    /// A "node" that streams one endless line is refused after MAX_LINE
+    /// bytes, not buffered until the deadline.
+    #[tokio::test]
+    async fn an_endless_answer_is_refused_not_buffered() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let junk = vec![b'x'; 64 * 1024];
+            while s.write_all(&junk).await.is_ok() {}
+        });
+        let e = memcached_version(&addr, Duration::from_secs(30)).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+        assert!(reachable(&addr).await.is_err());
     }
 }
