@@ -79,20 +79,11 @@ mod tests {
         }
     }
 
-    /// A node that answers memcached's `version` (all the probe asks).
+    /// A real `imca cache-node`, in this process, for as long as the test runs.
     async fn live_node() -> String {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = l.local_addr().unwrap().to_string();
-        tokio::spawn(async move {
-            while let Ok((mut s, _)) = l.accept().await {
-                tokio::spawn(async move {
-                    let mut buf = [0u8; 64];
-                    let _ = s.read(&mut buf).await;
-                    let _ = s.write_all(b"VERSION 1.6.0\r\n").await;
-                });
-            }
-        });
+        let node = cache_node::start(cache_node::Config { threads: 1, ..cache_node::Config::local() }).await.unwrap();
+        let addr = node.addr.to_string();
+        std::mem::forget(node);
         addr
     }
 
