@@ -16,9 +16,15 @@ pub enum AdminError {
     /// 409: someone else changed the config first (epoch moved); re-read and retry.
     #[error("{0}")]
     Conflict(String),
-    /// 401: missing or wrong bearer token.
+    /// 401: missing or wrong bearer token (or a change asked of a read-only API).
     #[error("{0}")]
     Unauthorized(String),
+    /// 408: the request body did not arrive in time.
+    #[error("{0}")]
+    Timeout(String),
+    /// 413: the request body is larger than the API accepts.
+    #[error("{0}")]
+    TooLarge(String),
     /// 503: the storage servers (or the authority, server 0) cannot be reached.
     #[error("{0}")]
     Unavailable(String),
@@ -37,7 +43,9 @@ impl AdminError {
             AdminError::BadRequest { .. } => 400,
             AdminError::Unauthorized(_) => 401,
             AdminError::NotFound(_) => 404,
+            AdminError::Timeout(_) => 408,
             AdminError::Conflict(_) => 409,
+            AdminError::TooLarge(_) => 413,
             AdminError::Internal(_) => 500,
             AdminError::Unavailable(_) => 503,
         }
@@ -49,7 +57,9 @@ impl AdminError {
             AdminError::BadRequest { .. } => "bad_request",
             AdminError::Unauthorized(_) => "unauthorized",
             AdminError::NotFound(_) => "not_found",
+            AdminError::Timeout(_) => "timeout",
             AdminError::Conflict(_) => "conflict",
+            AdminError::TooLarge(_) => "too_large",
             AdminError::Internal(_) => "internal",
             AdminError::Unavailable(_) => "unavailable",
         }

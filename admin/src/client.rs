@@ -96,7 +96,14 @@ impl Client {
         out.extend_from_slice(body);
         s.write_all(&out)?;
         let mut raw = Vec::new();
-        s.read_to_end(&mut raw)?;
+        match s.read_to_end(&mut raw) {
+            Ok(_) => {}
+            // A server that answers before reading everything (a 503 over
+            // its connection cap, a 413) may reset the connection after its
+            // reply: the reply is what counts.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset && parse_response(&raw).is_ok() => {}
+            Err(e) => return Err(e.into()),
+        }
         parse_response(&raw)
     }
 

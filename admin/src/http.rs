@@ -1,10 +1,11 @@
-//! Routes, authentication and the read-admit-apply path of every change.
+//! Routes, who may call them, and the read-admit-apply path of every change.
 
-use crate::auth;
+use crate::auth::{self, Auth};
 use crate::backend::{AdminBackend, AdminError};
+use crate::limits::{self, ServerLimits};
 use axum::body::Bytes;
 use axum::extract::{Query, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -19,7 +20,9 @@ use volume::{CacheConfig, ConfigUpdate};
 #[derive(Clone)]
 struct App {
     backend: Arc<dyn AdminBackend>,
-    token: Option<Arc<str>>,
+    auth: Arc<Auth>,
+    /// reads (GET, HEAD) need no token: the listener is on loopback
+    reads_open: bool,
     /// Serialises read-modify-write changes made through this gateway;
     /// changes through other gateways are caught by the epoch compare-and-set.
     changing: Arc<tokio::sync::Mutex<()>>,
@@ -48,10 +51,11 @@ fn json<T: Serialize>(code: StatusCode, body: &T) -> Response {
 
 type Reply = Result<Response, AdminError>;
 
-/// The admin API's routes over `backend`. `token`: require `Authorization:
-/// Bearer <token>` on everything but `/healthz`.
-pub fn router(backend: Arc<dyn AdminBackend>, token: Option<String>) -> Router {
-    let app = App { backend, token: token.map(Arc::from), changing: Arc::default() };
+/// The admin API's routes over `backend`. Changes need `auth`'s token
+/// always; reads need it unless `reads_open` (a loopback listener); see
+/// [`crate::auth`]. `/healthz` is always open. Bodies are bounded by `limits`.
+pub fn router(backend: Arc<dyn AdminBackend>, auth: Auth, reads_open: bool, limits: ServerLimits) -> Router {
+    let app = App { backend, auth: Arc::new(auth), reads_open, changing: Arc::default() };
     let api = Router::new()
         .route("/metrics", get(metrics))
         .route("/api/v1/status", get(status))
@@ -61,33 +65,52 @@ pub fn router(backend: Arc<dyn AdminBackend>, token: Option<String>) -> Router {
         .route("/api/v1/cache/flush", post(flush))
         .route("/api/v1/openapi.json", get(openapi))
         .fallback(not_found)
+        // the last layer runs first: who is asking, then (only then) the body
+        .route_layer(middleware::from_fn_with_state(limits, limits::bounded_body))
         .route_layer(middleware::from_fn_with_state(app.clone(), require_token));
     Router::new().route("/healthz", get(healthz)).merge(api).with_state(app)
 }
 
-/// Serve the admin API on `listener` until `shutdown` resolves. Refuses to
-/// start on a non-loopback address without a token.
-pub async fn serve<F>(
+/// Serve the admin API on `listener` until `shutdown` resolves, under the
+/// default [`ServerLimits`]. Refuses to start on a non-loopback address
+/// without a token.
+pub async fn serve<F>(listener: TcpListener, backend: Arc<dyn AdminBackend>, auth: Auth, shutdown: F) -> std::io::Result<()>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    serve_with(listener, backend, auth, ServerLimits::default(), shutdown).await
+}
+
+/// [`serve`] under other limits (tests use short timeouts and small caps).
+pub async fn serve_with<F>(
     listener: TcpListener,
     backend: Arc<dyn AdminBackend>,
-    token: Option<String>,
+    auth: Auth,
+    limits: ServerLimits,
     shutdown: F,
 ) -> std::io::Result<()>
 where
     F: Future<Output = ()> + Send + 'static,
 {
     let addr = listener.local_addr()?;
-    auth::check_exposure(addr, token.as_deref()).map_err(std::io::Error::other)?;
-    tracing::info!(%addr, auth = token.is_some(), "admin API listening");
-    axum::serve(listener, router(backend, token)).with_graceful_shutdown(shutdown).await
+    auth::check_exposure(addr, auth.token()).map_err(std::io::Error::other)?;
+    let reads_open = addr.ip().is_loopback();
+    if auth.token().is_none() {
+        tracing::warn!(%addr, "admin API is read-only: no admin token (--admin-token-file FILE or ${})", auth::TOKEN_ENV);
+    }
+    tracing::info!(%addr, token = auth.token().is_some(), token_file = ?auth.file(), reads_open,
+        max_connections = limits.max_connections, "admin API listening");
+    crate::server::run(listener, router(backend, auth, reads_open, limits), limits, shutdown).await
 }
 
+/// Changes always need the token; reads only off loopback.
 async fn require_token(State(app): State<App>, req: Request, next: Next) -> Response {
-    if let Some(t) = &app.token {
+    let read = matches!(*req.method(), Method::GET | Method::HEAD);
+    if !(read && app.reads_open) {
         let given = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-        if !auth::bearer_matches(given, t) {
-            let why = if given.is_some() { "wrong bearer token" } else { "missing bearer token" };
-            return AdminError::Unauthorized(format!("{why}: send `Authorization: Bearer <token>`")).into_response();
+        if let Err(why) = app.auth.check(given) {
+            tracing::debug!(method = %req.method(), path = req.uri().path(), "admin API: refused without the token");
+            return AdminError::Unauthorized(why).into_response();
         }
     }
     next.run(req).await

@@ -5,8 +5,10 @@
 //! --admin ADDR`) serves this API; `imca ctl` is its command-line face.
 //!
 //! ```text
-//!  imca ctl / curl ──HTTP──> admin::serve (axum)
-//!                               │  auth (bearer token); volume::change::admit (options table, limits, probe)
+//!  imca ctl / curl ──HTTP/1.1──> admin::serve: server.rs (connection cap, header timeout, head size)
+//!                               │  auth.rs (changes: always the bearer token; reads: open on loopback)
+//!                               │  limits.rs (body ≤ 64 KiB, within 10 s) → axum routes (http.rs)
+//!                               │  volume::change::admit (options table, limits, probe)
 //!                               v
 //!                         dyn AdminBackend  (gateway/src/admin.rs: the real one)
 //!                               │  volume::rollout: SetVolumeConfig(epoch+1) → server 0 (authority), then the rest
@@ -24,7 +26,8 @@
 //! with a fake backend, while the whole-system tests in
 //! `imca/tests/ops_*.rs` exercise the real one.
 //!
-//! Task model: one axum server task per gateway; handlers are short and call
+//! Task model: one accept task per gateway and one task per connection (at
+//! most [`limits::MAX_CONNECTIONS`]); handlers are short and call
 //! the backend, which does the network work (probing a cache node, rolling a
 //! new config out to the storage servers) with its own timeouts.
 
@@ -32,11 +35,15 @@ pub mod auth;
 mod backend;
 pub mod client;
 mod http;
+pub mod limits;
 pub mod openapi;
+mod server;
 
 pub use backend::{
     AdminBackend, AdminError, FlushReport, GatewayInfo, NodeFlush, NodeStatus, OpHitRatio, ServerStatus, Status,
 };
-pub use http::{parse_update, router, serve};
+pub use auth::Auth;
+pub use http::{parse_update, router, serve, serve_with};
+pub use limits::ServerLimits;
 /// The config types this API reads and writes, from their home.
 pub use volume::{CacheConfig, ConfigUpdate, Limits};

@@ -1,63 +1,30 @@
 //! The admin HTTP layer in-process on 127.0.0.1:0 over an in-memory backend:
 //! routing, validation (400 + JSON naming the problem, nothing applied),
-//! compare-and-set, auth. The real backend is exercised by imca/tests/ops_*.rs.
+//! compare-and-set, who may read and who may change. The server's limits
+//! are in limits.rs; the real backend is exercised by imca/tests/ops_*.rs.
+
+mod common;
 
 use admin::client::{Client, ClientError};
-use admin::{AdminBackend, AdminError, FlushReport, Limits, NodeFlush, NodeStatus, Status};
-use async_trait::async_trait;
-use std::sync::{Arc, Mutex};
+use admin::{Auth, FlushReport, NodeStatus};
+use common::Fake;
+use std::sync::Arc;
 use tokio::net::TcpListener;
 use volume::CacheConfig;
 
-#[derive(Default)]
-struct Fake {
-    cfg: Mutex<CacheConfig>,
-    applied: Mutex<u32>,
-    flushed: Mutex<u32>,
-}
+const TOKEN: &str = "s3cret";
 
-#[async_trait]
-impl AdminBackend for Fake {
-    async fn status(&self) -> Result<Status, AdminError> {
-        let c = self.cfg.lock().unwrap().clone();
-        Ok(Status {
-            volume: c.volume.clone(),
-            epoch: c.epoch,
-            cache_nodes: c.nodes.iter().map(|n| NodeStatus { addr: n.clone(), healthy: true, ..Default::default() }).collect(),
-            config: c,
-            pipeline: vec!["io-stats".into(), "cmcache".into(), "stripe".into()],
-            ..Default::default()
-        })
-    }
-    async fn config(&self) -> Result<CacheConfig, AdminError> {
-        Ok(self.cfg.lock().unwrap().clone())
-    }
-    async fn limits(&self, _nodes: &[String]) -> Limits {
-        Limits::default()
-    }
-    async fn apply_config(&self, proposed: CacheConfig) -> Result<CacheConfig, AdminError> {
-        let mut g = self.cfg.lock().unwrap();
-        if g.epoch != proposed.epoch {
-            return Err(AdminError::Conflict("moved".into()));
-        }
-        *g = CacheConfig { epoch: proposed.epoch + 1, ..proposed };
-        *self.applied.lock().unwrap() += 1;
-        Ok(g.clone())
-    }
-    async fn flush(&self) -> Result<FlushReport, AdminError> {
-        *self.flushed.lock().unwrap() += 1;
-        let c = self.cfg.lock().unwrap().clone();
-        Ok(FlushReport { epoch: c.epoch, nodes: c.nodes.iter().map(|n| NodeFlush { addr: n.clone(), ok: true, error: None }).collect() })
-    }
-}
-
-/// Serve `backend` on 127.0.0.1:0; returns the URL.
-async fn start(backend: Arc<Fake>, token: Option<&str>) -> String {
+/// Serve `backend` on 127.0.0.1:0 with `auth`; returns the URL.
+async fn start(backend: Arc<Fake>, auth: Auth) -> String {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", l.local_addr().unwrap());
-    let token = token.map(str::to_string);
-    tokio::spawn(async move { admin::serve(l, backend, token, std::future::pending()).await.unwrap() });
+    tokio::spawn(async move { admin::serve(l, backend, auth, std::future::pending()).await.unwrap() });
     url
+}
+
+/// A client holding [`TOKEN`] of a gateway started with it.
+async fn admin_client(backend: Arc<Fake>) -> Client {
+    Client::new(&start(backend, Auth::with_token(TOKEN)).await, Some(TOKEN.into())).unwrap()
 }
 
 /// A node that answers memcached's `version` (enough for the reachability probe).
@@ -98,7 +65,7 @@ fn api_err(e: ClientError) -> (u16, String, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn config_changes_are_validated_and_bump_the_epoch() {
     let fake = Arc::new(Fake::default());
-    let c = Client::new(&start(fake.clone(), None).await, None).unwrap();
+    let c = admin_client(fake.clone()).await;
     let f2 = fake.clone();
     blocking(move || {
         let cur: CacheConfig = c.get("/api/v1/config").unwrap();
@@ -149,7 +116,7 @@ async fn config_changes_are_validated_and_bump_the_epoch() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cache_node_pool_add_remove_and_unreachable() {
     let fake = Arc::new(Fake::default());
-    let c = Client::new(&start(fake.clone(), None).await, None).unwrap();
+    let c = admin_client(fake.clone()).await;
     let live = fake_node().await;
     let dead = dead_addr();
     blocking(move || {
@@ -187,40 +154,113 @@ async fn cache_node_pool_add_remove_and_unreachable() {
     assert_eq!(*fake.flushed.lock().unwrap(), 1);
 }
 
+const READS: [&str; 6] =
+    ["/api/v1/status", "/api/v1/config", "/api/v1/options", "/api/v1/cache-nodes", "/metrics", "/api/v1/openapi.json"];
+
+/// Every change the API offers, with a body it would accept.
+fn changes(node: &str) -> Vec<(&'static str, String, String)> {
+    vec![
+        ("PUT", "/api/v1/config".into(), r#"{"block_size":4096}"#.into()),
+        ("PUT", "/api/v1/config".into(), r#"{"lease_ms":600000}"#.into()),
+        ("POST", "/api/v1/cache-nodes".into(), format!(r#"{{"addr":"{node}"}}"#)),
+        ("DELETE", format!("/api/v1/cache-nodes?addr={node}"), String::new()),
+        ("POST", "/api/v1/cache/flush".into(), "{}".into()),
+    ]
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bearer_token_is_required_when_set() {
-    let url = start(Arc::new(Fake::default()), Some("s3cret")).await;
+async fn changes_always_need_the_token_reads_are_open_on_loopback() {
+    let fake = Arc::new(Fake::default());
+    let url = start(fake.clone(), Auth::with_token(TOKEN)).await;
+    let node = fake_node().await;
+    let f2 = fake.clone();
     blocking(move || {
         let anon = Client::new(&url, None).unwrap();
         assert_eq!(anon.request("GET", "/healthz", None).unwrap().status, 200);
-        for path in ["/api/v1/status", "/api/v1/config", "/metrics", "/api/v1/openapi.json"] {
+        for path in READS {
             let r = anon.request("GET", path, None).unwrap();
-            assert_eq!(r.status, 401, "{path}");
-            assert_eq!(r.json().unwrap()["error"], "unauthorized");
+            assert_eq!(r.status, 200, "GET {path} on loopback needs no token: {}", r.text());
         }
-        let wrong = Client::new(&url, Some("guess".into())).unwrap();
-        assert_eq!(wrong.request("GET", "/api/v1/status", None).unwrap().status, 401);
-        let r = wrong.request("PUT", "/api/v1/config", Some(br#"{"block_size":4096}"#)).unwrap();
-        assert_eq!(r.status, 401);
-        let ok = Client::new(&url, Some("s3cret".into())).unwrap();
+        let wrong = Client::new(&url, Some("s3cre".into())).unwrap();
+        for (who, c, words) in [("anonymous", &anon, "missing bearer token"), ("wrong token", &wrong, "wrong bearer token")] {
+            for (method, path, body) in changes(&node) {
+                let r = c.request(method, &path, Some(body.as_bytes())).unwrap();
+                assert_eq!(r.status, 401, "{who}: {method} {path}: {}", r.text());
+                assert_eq!(r.header("www-authenticate"), Some("Bearer realm=\"imca\""));
+                let j = r.json().unwrap();
+                assert_eq!(j["error"], "unauthorized");
+                let m = j["message"].as_str().unwrap();
+                assert!(m.contains(words) && m.contains("Authorization: Bearer"), "{who}: {m}");
+                assert!(!m.contains(TOKEN), "a 401 never shows the token: {m}");
+            }
+        }
+        let ok = Client::new(&url, Some(TOKEN.into())).unwrap();
         let cfg: CacheConfig = ok.get("/api/v1/config").unwrap();
-        assert_eq!(cfg.epoch, 1, "the unauthorized PUT changed nothing");
-        let s: Status = ok.get("/api/v1/status").unwrap();
-        assert_eq!(s.pipeline.len(), 3);
+        assert_eq!((cfg.epoch, cfg.nodes.len()), (1, 0), "the refused changes changed nothing");
+        for (method, path, body) in changes(&node) {
+            let r = ok.request(method, &path, Some(body.as_bytes())).unwrap();
+            assert!((200..300).contains(&r.status), "{method} {path} with the token: {} {}", r.status, r.text());
+        }
     })
     .await;
+    assert_eq!((*f2.applied.lock().unwrap(), *f2.flushed.lock().unwrap()), (4, 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_without_a_token_serves_a_read_only_api_and_says_how_to_fix_it() {
+    let fake = Arc::new(Fake::default());
+    let url = start(fake.clone(), Auth::none()).await;
+    let node = fake_node().await;
+    blocking(move || {
+        let anon = Client::new(&url, None).unwrap();
+        for path in READS {
+            assert_eq!(anon.request("GET", path, None).unwrap().status, 200, "GET {path}");
+        }
+        let guess = Client::new(&url, Some("anything".into())).unwrap();
+        for c in [&anon, &guess] {
+            for (method, path, body) in changes(&node) {
+                let r = c.request(method, &path, Some(body.as_bytes())).unwrap();
+                assert_eq!(r.status, 401, "{method} {path}: {}", r.text());
+                let m = r.json().unwrap()["message"].as_str().unwrap().to_string();
+                assert!(m.contains("read-only") && m.contains("--admin-token-file") && m.contains("IMCA_ADMIN_TOKEN"), "{m}");
+            }
+        }
+    })
+    .await;
+    assert_eq!((*fake.applied.lock().unwrap(), *fake.flushed.lock().unwrap()), (0, 0));
 }
 
 #[tokio::test]
 async fn refuses_to_start_exposed_without_a_token() {
     let l = TcpListener::bind("0.0.0.0:0").await.unwrap();
-    let e = admin::serve(l, Arc::new(Fake::default()), None, async {}).await.unwrap_err();
+    let e = admin::serve(l, Arc::new(Fake::default()), Auth::none(), async {}).await.unwrap_err();
     assert!(e.to_string().contains("without a token"), "{e}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exposed_every_request_but_healthz_needs_the_token() {
+    let l = TcpListener::bind("0.0.0.0:0").await.unwrap();
+    let url = format!("http://127.0.0.1:{}", l.local_addr().unwrap().port());
+    tokio::spawn(async move {
+        admin::serve(l, Arc::new(Fake::default()), Auth::with_token(TOKEN), std::future::pending()).await.unwrap()
+    });
+    blocking(move || {
+        let anon = Client::new(&url, None).unwrap();
+        assert_eq!(anon.request("GET", "/healthz", None).unwrap().status, 200);
+        for path in READS {
+            assert_eq!(anon.request("GET", path, None).unwrap().status, 401, "GET {path} off loopback");
+        }
+        let ok = Client::new(&url, Some(TOKEN.into())).unwrap();
+        for path in READS {
+            assert_eq!(ok.request("GET", path, None).unwrap().status, 200, "GET {path} with the token");
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_documented_path_is_served_and_metrics_are_text() {
-    let c = Client::new(&start(Arc::new(Fake::default()), None).await, None).unwrap();
+    let c = admin_client(Arc::new(Fake::default())).await;
     blocking(move || {
         let doc: serde_json::Value = c.get("/api/v1/openapi.json").unwrap();
         let paths = doc["paths"].as_object().unwrap();

@@ -3,6 +3,10 @@
 use std::path::PathBuf;
 
 pub const DEFAULT_PORT: u16 = 11211;
+/// Loopback only unless told otherwise, as Debian's memcached.conf does
+/// (`-l 127.0.0.1`): memcached's protocol has no authentication, so a node
+/// must be put on the cache network on purpose, never by default.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1";
 pub const DEFAULT_MEMORY_MB: usize = 64;
 pub const DEFAULT_MAX_CONNS: usize = 1024;
 pub const DEFAULT_THREADS: usize = 4;
@@ -16,8 +20,9 @@ pub struct Args {
     /// TCP port to listen on (0 = pick a free one)
     #[arg(short = 'p', long = "port", default_value_t = DEFAULT_PORT)]
     pub port: u16,
-    /// interface to listen on
-    #[arg(short = 'l', long = "listen", default_value = "0.0.0.0")]
+    /// interface to listen on: loopback only by default (like Debian's
+    /// memcached.conf); give the cache network's address, or 0.0.0.0 for all
+    #[arg(short = 'l', long = "listen", default_value = DEFAULT_LISTEN)]
     pub listen: String,
     /// item memory in megabytes (keys, values and per-item overhead)
     #[arg(short = 'm', long = "memory-limit", default_value_t = DEFAULT_MEMORY_MB)]
@@ -100,7 +105,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            listen: format!("127.0.0.1:{DEFAULT_PORT}"),
+            listen: format!("{DEFAULT_LISTEN}:{DEFAULT_PORT}"),
             memory_bytes: DEFAULT_MEMORY_MB << 20,
             max_conns: DEFAULT_MAX_CONNS,
             threads: DEFAULT_THREADS,

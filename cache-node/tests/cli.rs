@@ -27,6 +27,14 @@ fn memcached_flags_parse_with_memcached_meanings() {
 }
 
 #[test]
+fn listens_on_loopback_unless_told_otherwise() {
+    // memcached has no authentication: the cache network is chosen on purpose (-l), never by default
+    let c = Config::try_from(&Cli::parse_from(["x"]).args).unwrap();
+    assert_eq!(c.listen, "127.0.0.1:11211");
+    assert_eq!(Config::try_from(&Cli::parse_from(["x", "-l", "0.0.0.0"]).args).unwrap().listen, "0.0.0.0:11211");
+}
+
+#[test]
 fn ready_file_names_the_bound_addresses() {
     let dir = tempdir();
     let path = dir.join("ready.json");

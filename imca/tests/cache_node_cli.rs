@@ -53,3 +53,33 @@ fn cache_node_binary_serves_memcached_and_stops_on_sigterm() {
     assert!(status.success(), "exit status {status}");
     assert!(TcpStream::connect(&addr).is_err());
 }
+
+/// Like Debian's memcached.conf: without `-l` a node is reachable from this
+/// host only (memcached's protocol has no authentication), and `--help` says so.
+#[test]
+fn cache_node_listens_on_loopback_by_default() {
+    let help = Command::new(env!("CARGO_BIN_EXE_imca")).args(["cache-node", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("[default: 127.0.0.1]") && help.contains("loopback"), "{help}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let ready = dir.path().join("ready.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_imca"))
+        .args(["cache-node", "-p", "0", "-m", "8", "--ready-file"])
+        .arg(&ready)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start imca cache-node");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !ready.exists() {
+        assert!(Instant::now() < deadline, "no ready file");
+        assert!(child.try_wait().unwrap().is_none(), "imca cache-node exited early");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let info: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&ready).unwrap()).unwrap();
+    let addr = info["addr"].as_str().unwrap().to_string();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(addr.starts_with("127.0.0.1:"), "bound to {addr}");
+}

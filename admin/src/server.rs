@@ -1,0 +1,135 @@
+//! The admin API's connection server: HTTP/1.1 (hyper) under
+//! [`ServerLimits`], in place of `axum::serve`, which sets no header
+//! timeout and no connection cap.
+//!
+//! ```text
+//!  accept ─┬─ slot free (semaphore) ─> task: hyper http1 conn (header timeout, head size,
+//!          │                                 age limit) ─> axum Router (auth, body limit, routes)
+//!          └─ all slots taken ─> "503 too many connections", closed at once
+//! ```
+//!
+//! Refusing at once rather than leaving connections in the listen backlog
+//! keeps the kernel's queue empty and tells a real client why; the slots
+//! come back as the header timeout closes idle connections. HTTP/2 is not
+//! served: the API's clients speak HTTP/1.1, and it is one less parser
+//! facing the network.
+
+use crate::limits::ServerLimits;
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+
+/// What a connection over the cap reads before it is closed.
+const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n\
+Content-Length: 91\r\n\r\n{\"error\":\"unavailable\",\"message\":\"too many connections to the admin API; try again later\"}\n";
+/// After shutdown, how long open connections get to finish their request.
+const DRAIN: Duration = Duration::from_secs(5);
+/// Pause after a failed accept (out of fds: do not spin).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Serve `app` on `listener` until `shutdown`, then let open connections
+/// finish their current request (up to [`DRAIN`]).
+pub(crate) async fn run(
+    listener: TcpListener,
+    app: Router,
+    limits: ServerLimits,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut refused = RefusalLog::default();
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            _ = &mut shutdown => break,
+            r = listener.accept() => match r {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(error = %e, "admin API: accept failed");
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            // One non-blocking write into an empty socket buffer; then closed.
+            let _ = stream.try_write(BUSY);
+            refused.note(peer, limits.max_connections);
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let conn = connection(limits, TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+        let mut stop = stop_rx.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            tokio::pin!(conn);
+            let served = async {
+                let mut stopping = false;
+                loop {
+                    tokio::select! {
+                        r = conn.as_mut() => return r,
+                        _ = stop.wait_for(|s| *s), if !stopping => {
+                            stopping = true;
+                            conn.as_mut().graceful_shutdown();
+                        }
+                    }
+                }
+            };
+            match tokio::time::timeout(limits.max_connection_age, served).await {
+                Ok(Ok(())) => {}
+                // header timeouts, resets, malformed requests: the client's business
+                Ok(Err(e)) => tracing::debug!(%peer, error = %e, "admin API connection ended"),
+                Err(_) => tracing::debug!(%peer, "admin API connection closed: too old"),
+            }
+        });
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    let _ = tokio::time::timeout(DRAIN, slots.acquire_many(limits.max_connections as u32)).await;
+    Ok(())
+}
+
+type Service = TowerToHyperService<Router>;
+
+/// One HTTP/1.1 connection under `limits`.
+fn connection(
+    limits: ServerLimits,
+    io: TokioIo<tokio::net::TcpStream>,
+    svc: Service,
+) -> hyper::server::conn::http1::Connection<TokioIo<tokio::net::TcpStream>, Service> {
+    hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .max_headers(limits.max_headers)
+        .max_header_size(limits.max_header_bytes)
+        // room for one full head; bodies stream through it
+        .max_buf_size(limits.max_header_bytes.max(8192) + 8192)
+        .serve_connection(io, svc)
+}
+
+/// Connections refused over the cap, logged at most once per
+/// [`RefusalLog::EVERY`] so a flood cannot flood the log too.
+#[derive(Default)]
+struct RefusalLog {
+    since: Option<Instant>,
+    count: u64,
+}
+
+impl RefusalLog {
+    const EVERY: Duration = Duration::from_secs(10);
+
+    fn note(&mut self, peer: std::net::SocketAddr, cap: usize) {
+        self.count += 1;
+        if self.since.is_none_or(|t| t.elapsed() >= Self::EVERY) {
+            tracing::warn!(%peer, refused = self.count, cap,
+                "admin API: connection cap reached; refusing new connections until some close");
+            self.since = Some(Instant::now());
+            self.count = 0;
+        }
+    }
+}
