@@ -133,3 +133,15 @@ impl RefusalLog {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_busy_reply_is_well_formed() {
+        let r = crate::client::parse_response(super::BUSY).unwrap();
+        assert_eq!(r.status, 503);
+        let len: usize = r.header("content-length").unwrap().parse().unwrap();
+        assert_eq!(len, super::BUSY.len() - super::BUSY.windows(4).position(|w| w == b"\r\n\r\n").unwrap() - 4);
+        assert_eq!(r.json().unwrap()["error"], "unavailable");
+    }
+}

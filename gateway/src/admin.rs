@@ -299,7 +299,7 @@ fn counter(families: &[prometheus::proto::MetricFamily], name: &str, want: &[(&s
 /// token) and serve it until `stopped`; returns its base URL.
 pub async fn serve(
     addr: &str,
-    token: Option<String>,
+    auth: admin::Auth,
     backend: Arc<GatewayAdmin>,
     stopped: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<String> {
@@ -309,11 +309,11 @@ pub async fn serve(
         .with_context(|| format!("--admin {addr}"))?
         .next()
         .with_context(|| format!("--admin {addr}: no address"))?;
-    admin::auth::check_exposure(sock, token.as_deref())?;
+    admin::auth::check_exposure(sock, auth.token())?;
     let l = tokio::net::TcpListener::bind(sock).await.with_context(|| format!("binding the admin API on {addr}"))?;
     let url = format!("http://{}", l.local_addr()?);
     tokio::spawn(async move {
-        if let Err(e) = admin::serve(l, backend, token, stopped).await {
+        if let Err(e) = admin::serve(l, backend, auth, stopped).await {
             tracing::error!(error = %e, "admin API stopped");
         }
     });

@@ -47,9 +47,11 @@ pub struct Args {
     /// Serve the admin API on this address (e.g. 127.0.0.1:0).
     #[arg(long)]
     pub admin: Option<String>,
-    /// Bearer token for the admin API (default: $IMCA_ADMIN_TOKEN); required
-    /// when --admin is not a loopback address.
-    #[arg(long)]
+    /// File holding the admin API's bearer token, created with a fresh one
+    /// (mode 0600) if missing (default: $IMCA_ADMIN_TOKEN). Changes through
+    /// the admin API always need it; without one the API is read-only, and
+    /// a non-loopback --admin address is refused.
+    #[arg(long, value_name = "FILE")]
     pub admin_token_file: Option<PathBuf>,
     /// Stripe unit in bytes (suffixes K, M accepted); a power of two ≥ 4K.
     #[arg(long, default_value = "128K", value_parser = parse_size)]
@@ -87,6 +89,12 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         _ => (s, 1),
     };
     num.parse::<u64>().map(|n| n * mult).map_err(|e| format!("bad size {s:?}: {e}"))
+}
+
+/// `p` made absolute against the current directory (for the ready file,
+/// read from elsewhere).
+fn absolute(p: &std::path::Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
 fn cpus() -> usize {
@@ -164,6 +172,8 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
                 "mount": mountpoint,
                 "addr": addr,
                 "admin": admin_url,
+                // where the token is (never the token): `imca ctl --token-file`
+                "admin_token_file": admin_url.as_ref().and(args.admin_token_file.as_deref()).map(absolute),
                 "metrics": metrics_url,
                 "pid": std::process::id(),
             }),
@@ -202,7 +212,7 @@ async fn admin_slot(
     stopped: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<Option<String>> {
     let Some(addr) = &args.admin else { return Ok(None) };
-    let token = ::admin::auth::load_token(args.admin_token_file.as_deref())?;
+    let auth = ::admin::Auth::load(args.admin_token_file.as_deref())?;
     let backend = std::sync::Arc::new(admin::GatewayAdmin {
         servers,
         lease,
@@ -212,7 +222,7 @@ async fn admin_slot(
         started: std::time::Instant::now(),
         registry: registry.clone(),
     });
-    let url = admin::serve(addr, token, backend, stopped).await?;
+    let url = admin::serve(addr, auth, backend, stopped).await?;
     tracing::info!(%url, "admin API up");
     Ok(Some(url))
 }

@@ -9,6 +9,13 @@
 //! Which gateway: `--admin URL`, else `$IMCA_ADMIN`, else the `admin` entry of
 //! `--cluster FILE` (the `cluster.json` that `imca up` writes), else
 //! `./imca-data/cluster.json`.
+//!
+//! Which token (changes always need one; reads on loopback do not):
+//! `--token-file FILE`, else `$IMCA_ADMIN_TOKEN`, else the file named by the
+//! cluster file's `admin_token_file` (`imca up` writes `DIR/admin.token`,
+//! mode 0600). The cluster file is only used for the token when it is also
+//! where the gateway came from, or given with `--cluster`: a token is never
+//! sent to another cluster's gateway.
 
 mod prometheus;
 mod show;
@@ -26,8 +33,9 @@ pub struct Args {
     /// cluster.json written by `imca up` (gives the admin URL and the metrics endpoints)
     #[arg(long, global = true)]
     cluster: Option<PathBuf>,
-    /// File holding the bearer token (default: $IMCA_ADMIN_TOKEN)
-    #[arg(long, global = true)]
+    /// File holding the admin token (default: $IMCA_ADMIN_TOKEN, else the
+    /// token file named in the cluster file); changes need it
+    #[arg(long, global = true, value_name = "FILE")]
     token_file: Option<PathBuf>,
     /// Print the API's JSON instead of tables
     #[arg(long, global = true)]
@@ -167,16 +175,43 @@ pub fn main(args: Args) -> anyhow::Result<()> {
 }
 
 fn client(args: &Args) -> anyhow::Result<Client> {
-    let token = admin::auth::load_token(args.token_file.as_deref())?;
-    let url = match &args.admin {
-        Some(u) => u.clone(),
-        None => {
+    // the cluster file, when it names the gateway or was given by hand
+    let cluster = match (&args.admin, &args.cluster) {
+        (Some(_), None) => None,
+        _ => {
             let path = cluster_path(args)?;
-            admin_url(&read_cluster(&path)?)
-                .with_context(|| format!("{} names no admin API; pass --admin URL", path.display()))?
+            Some((read_cluster(&path)?, path))
         }
     };
+    let url = match (&args.admin, &cluster) {
+        (Some(u), _) => u.clone(),
+        (None, Some((c, path))) => {
+            admin_url(c).with_context(|| format!("{} names no admin API; pass --admin URL", path.display()))?
+        }
+        (None, None) => unreachable!("no --admin means a cluster file"),
+    };
+    let token = match admin::auth::load_token(args.token_file.as_deref())? {
+        Some(t) => Some(t),
+        None => cluster.as_ref().and_then(|(c, path)| cluster_token(c, path)),
+    };
     Ok(Client::new(&url, token)?)
+}
+
+/// The token in the file a cluster.json names (relative to it if relative).
+/// One that cannot be read (another user's cluster) is reported, and the
+/// request goes without: reads on loopback need none, and a change gets the
+/// gateway's 401 saying what to do.
+fn cluster_token(cluster: &serde_json::Value, path: &Path) -> Option<String> {
+    let candidates = [&cluster["admin_token_file"], &cluster["gateway"]["admin_token_file"], &cluster["gateways"][0]["admin_token_file"]];
+    let file = candidates.into_iter().find_map(|v| v.as_str())?;
+    let file = path.parent().unwrap_or(Path::new(".")).join(file);
+    match admin::auth::read_token_file(&file) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            eprintln!("imca ctl: {e} (named in {}); going without a token", path.display());
+            None
+        }
+    }
 }
 
 fn cluster_path(args: &Args) -> anyhow::Result<PathBuf> {
@@ -235,5 +270,18 @@ mod tests {
         let c = serde_json::json!({"gateways": [{"admin": "http://h:1"}]});
         assert_eq!(admin_url(&c).unwrap(), "http://h:1");
         assert!(admin_url(&serde_json::json!({})).is_none());
+    }
+
+    #[test]
+    fn token_from_the_file_cluster_json_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let cluster = dir.path().join("cluster.json");
+        std::fs::write(dir.path().join("admin.token"), "t0k3n\n").unwrap();
+        // relative to cluster.json, or absolute
+        assert_eq!(cluster_token(&serde_json::json!({"admin_token_file": "admin.token"}), &cluster).unwrap(), "t0k3n");
+        let abs = dir.path().join("admin.token");
+        assert_eq!(cluster_token(&serde_json::json!({"admin_token_file": abs}), &cluster).unwrap(), "t0k3n");
+        assert!(cluster_token(&serde_json::json!({"admin_token_file": "missing"}), &cluster).is_none());
+        assert!(cluster_token(&serde_json::json!({"admin": "h:1"}), &cluster).is_none());
     }
 }

@@ -2,7 +2,10 @@
 //!
 //! Starts S storage servers (exports `DIR/storage-<i>`), N cache nodes
 //! (`imca cache-node`, or Debian's memcached with `--memcached`) and one
-//! gateway mounted at `--mount`, all as child processes of this binary. Each
+//! gateway mounted at `--mount`, all as child processes of this binary. The
+//! gateway's admin API takes changes only with the token in
+//! `DIR/admin.token` (made on the first run, mode 0600, kept after); the
+//! cluster file names that file, never the token. Each
 //! child announces readiness through its `--ready-file` (memcached, which has
 //! none, through its TCP port); nothing here sleeps to wait. Once the mount
 //! is live the endpoints are printed and written to `DIR/cluster.json`. On
@@ -60,6 +63,9 @@ pub struct Args {
     #[arg(long, value_name = "IP", default_value = "127.0.0.1")]
     pub rdma_ip: String,
 }
+
+/// The admin token's file in the data dir.
+const ADMIN_TOKEN_FILE: &str = "admin.token";
 
 pub fn main(args: Args) -> anyhow::Result<()> {
     // One thread: children are forked from it, so PR_SET_PDEATHSIG (which
@@ -194,6 +200,8 @@ async fn up(args: Args) -> anyhow::Result<()> {
         }
 
         let ready = ready_path(&run, "gateway");
+        let token_file = dir.join(ADMIN_TOKEN_FILE);
+        admin::auth::ensure_token_file(&token_file)?;
         let mut cmd = imca(&exe, "mount");
         cmd.arg("--storage-servers").arg(storage_addrs.join(","));
         cmd.args(["--transport", &args.transport.to_string()]);
@@ -203,7 +211,8 @@ async fn up(args: Args) -> anyhow::Result<()> {
         if let Some(u) = &args.stripe_unit {
             cmd.args(["--stripe-unit", u]);
         }
-        cmd.args(["--admin", &ports.next(), "--metrics", "127.0.0.1:0", "--ready-file"]).arg(&ready).arg(&mount);
+        cmd.args(["--admin", &ports.next()]).arg("--admin-token-file").arg(&token_file);
+        cmd.args(["--metrics", "127.0.0.1:0", "--ready-file"]).arg(&ready).arg(&mount);
         procs.push(spawn("gateway", cmd, &logs)?);
         let idx = procs.len() - 1;
         let info = wait_ready(&mut procs[idx], &ready, deadline).await?;
@@ -211,7 +220,7 @@ async fn up(args: Args) -> anyhow::Result<()> {
         let admin = info["admin"].clone();
         println!("  {:<10} mounted at {}", "gateway", mount.display());
         if let Some(a) = admin.as_str() {
-            println!("  {:<10} {a}", "admin");
+            println!("  {:<10} {a} (changes need the token in {})", "admin", token_file.display());
         }
         for m in &metrics {
             println!("  {:<10} {m}", "metrics");
@@ -219,6 +228,8 @@ async fn up(args: Args) -> anyhow::Result<()> {
         let cluster = json!({
             "mount": mount,
             "admin": admin,
+            // the path only: `imca ctl --cluster` reads the token from it
+            "admin_token_file": token_file,
             "storage_servers": storage_addrs,
             "cache_nodes": cache_addrs,
             "metrics": metrics,

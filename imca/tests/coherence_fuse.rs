@@ -18,7 +18,8 @@ use std::time::{Duration, SystemTime};
 /// is small and shared and the hit tests must not see spurious misses.
 fn relax_timeout(c: &Cluster) {
     let admin = c.gateways[0].admin_url().expect("the gateway serves its admin API");
-    let r = http::put_json(&format!("{admin}/api/v1/config"), r#"{"timeout_ms": 1000, "block_size": 2048}"#);
+    let token = c.gateways[0].admin_token().expect("the harness gives --admin gateways a token");
+    let r = http::put_json(&format!("{admin}/api/v1/config"), &token, r#"{"timeout_ms": 1000, "block_size": 2048}"#);
     assert!(r.starts_with("HTTP/1.1 200"), "setting timeout_ms failed: {r}");
     // every gateway follows within a lease; wait for ours to show it
     let deadline = std::time::Instant::now() + Duration::from_secs(10);

@@ -101,6 +101,28 @@ fn up_serves_a_mount_and_stops_cleanly() {
         assert!(http_get(m.as_str().unwrap()).contains("imca_"), "{m} serves no imca metrics");
     }
 
+    // The admin token: made 0600 in the data dir, named (never included) in
+    // cluster.json, found there by `imca ctl --cluster`; changes need it.
+    let token_file = dir.join("admin.token");
+    assert_eq!(cluster["admin_token_file"].as_str().map(Path::new), Some(token_file.canonicalize().unwrap().as_path()));
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777, 0o600);
+    let token = std::fs::read_to_string(&token_file).unwrap().trim().to_string();
+    assert!(token.len() >= 32, "a real token: {} chars", token.len());
+    assert!(!std::fs::read_to_string(dir.join("cluster.json")).unwrap().contains(&token), "cluster.json holds the token");
+    let ctl = |args: &[&str]| {
+        let out = Command::new(IMCA).arg("ctl").args(args).env_remove("IMCA_ADMIN_TOKEN").env_remove("IMCA_ADMIN").output().unwrap();
+        (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+    };
+    let cj = dir.join("cluster.json");
+    let (ok, out) = ctl(&["--cluster", cj.to_str().unwrap(), "lease", "2000"]);
+    assert!(ok && out.contains("epoch"), "imca ctl --cluster: {out}");
+    let admin = cluster["admin"].as_str().unwrap();
+    let (ok, out) = ctl(&["--admin", admin, "lease", "3000"]);
+    assert!(!ok && out.contains("401") && out.contains(&token_file.canonicalize().unwrap().display().to_string()), "{out}");
+    let (ok, out) = ctl(&["--admin", admin, "config"]);
+    assert!(ok && out.contains("2000"), "reads need no token on loopback: {out}");
+
     std::fs::write(mount.join("hello"), b"world").unwrap();
     assert_eq!(std::fs::read(mount.join("hello")).unwrap(), b"world");
     // data lands in the exports under --dir
@@ -111,10 +133,11 @@ fn up_serves_a_mount_and_stops_cleanly() {
     assert!(!is_mounted(&mnt), "still mounted after imca up stopped");
     assert!(!dir.join("cluster.json").exists(), "cluster.json outlived the cluster");
 
-    // the data survives a restart
+    // the data survives a restart, and so does the token
     let mut up = start_up(&dir, &mnt, &["--storage-servers", "3", "--no-cache"]);
     wait_cluster_json(&mut up, &dir);
     assert_eq!(std::fs::read(mnt.join("hello")).unwrap(), b"world");
+    assert_eq!(std::fs::read_to_string(&token_file).unwrap().trim(), token);
     assert!(sigterm_and_wait(&mut up).success());
 
     // another layout over the same data is refused, not garbled

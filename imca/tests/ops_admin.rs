@@ -1,12 +1,16 @@
 //! The admin API and `imca ctl` on a real cluster: a change made through one
 //! gateway reaches every storage server and every gateway within the lease,
 //! live, while reads and writes run and verify their data; refused changes
-//! change nothing; a non-loopback admin address needs a token.
+//! change nothing; changes need the admin token, on loopback too (`imca ctl`
+//! finds it through a cluster file); a non-loopback admin address needs a
+//! token for everything; idle, slow and oversized requests are bounded.
 
 mod common;
 
 use admin::client::{Client, ClientError};
 use common::{Cache, ClusterSpec, IMCA};
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -41,7 +45,17 @@ fn wait_converged(gateways: &[Client], epoch: u64) -> Duration {
 }
 
 fn ctl(args: &[&str]) -> (bool, String) {
-    let out = Command::new(IMCA).arg("ctl").args(args).env_remove("IMCA_ADMIN_TOKEN").output().expect("imca ctl");
+    ctl_env(args, None)
+}
+
+/// `imca ctl` with `$IMCA_ADMIN_TOKEN` set to `token` (or unset).
+fn ctl_env(args: &[&str], token: Option<&str>) -> (bool, String) {
+    let mut cmd = Command::new(IMCA);
+    cmd.arg("ctl").args(args).env_remove("IMCA_ADMIN_TOKEN").env_remove("IMCA_ADMIN");
+    if let Some(t) = token {
+        cmd.env("IMCA_ADMIN_TOKEN", t);
+    }
+    let out = cmd.output().expect("imca ctl");
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     (out.status.success(), text)
 }
@@ -61,7 +75,7 @@ fn live_config_changes_reach_every_gateway_and_server_without_stale_reads() {
         .gateway_arg("127.0.0.1:0")
         .start();
     let urls: Vec<String> = cluster.gateways.iter().map(|g| g.admin_url().expect("admin URL in ready file")).collect();
-    let gws: Vec<Client> = urls.iter().map(|u| Client::new(u, None).unwrap()).collect();
+    let gws: Vec<Client> = cluster.gateways.iter().map(|g| g.admin()).collect();
 
     // Status: the pipeline, both servers healthy, both gateways on one epoch.
     let s0 = status(&gws[0]);
@@ -179,20 +193,35 @@ fn live_config_changes_reach_every_gateway_and_server_without_stale_reads() {
     epoch = cfg.epoch;
     wait_converged(&gws, epoch);
 
-    // `imca ctl` for humans, on the same cluster.
-    let (ok, out) = ctl(&["--admin", &urls[1], "status"]);
+    // `imca ctl` for humans, on the same cluster, through a cluster file
+    // like `imca up`'s: it names the token's file, never the token.
+    let token_file = cluster.admin_token_file();
+    let tf = token_file.to_str().unwrap();
+    let cluster_json = cluster.dir.path().join("cluster.json");
+    std::fs::write(&cluster_json, serde_json::json!({ "admin": urls[1], "admin_token_file": tf }).to_string()).unwrap();
+    let cj = cluster_json.to_str().unwrap();
+    let (ok, out) = ctl(&["--cluster", cj, "status"]);
     assert!(ok, "{out}");
     assert!(out.contains("STORAGE SERVER") && out.contains("CACHE NODE") && out.contains(&format!("epoch {epoch}")), "{out}");
-    let (ok, out) = ctl(&["--admin", &urls[1], "block-size", "8k"]);
+    let (ok, out) = ctl(&["--cluster", cj, "block-size", "8k"]);
     assert!(ok, "{out}");
     assert!(out.contains(&format!("epoch {}", epoch + 1)), "{out}");
     epoch += 1;
     wait_converged(&gws, epoch);
-    let (ok, out) = ctl(&["--admin", &urls[0], "block-size", "3000"]);
+    let (ok, out) = ctl(&["--admin", &urls[0], "--token-file", tf, "block-size", "3000"]);
     assert!(!ok && out.contains("not a power of two"), "{out}");
+    // Reads need no token on loopback; a change without one is refused,
+    // saying how to give it.
     let (ok, out) = ctl(&["--admin", &urls[0], "cache-nodes"]);
     assert!(ok && out.contains(&nodes[0]), "{out}");
     let (ok, out) = ctl(&["--admin", &urls[0], "flush"]);
+    assert!(!ok && out.contains("401") && out.contains("--token-file"), "{out}");
+    let token = cluster.gateways[0].admin_token().unwrap();
+    let (ok, out) = ctl_env(&["--admin", &urls[0], "timeout", "200"], Some("not-the-token"));
+    assert!(!ok && out.contains("wrong bearer token"), "{out}");
+    let (ok, out) = ctl_env(&["--admin", &urls[0], "timeout", "200"], Some(&token));
+    assert!(ok, "$IMCA_ADMIN_TOKEN: {out}");
+    let (ok, out) = ctl(&["--admin", &urls[0], "--token-file", tf, "flush"]);
     assert!(ok && out.contains("flushed"), "{out}");
     let (ok, out) = ctl(&["--admin", &urls[0], "options"]);
     assert!(ok && out.contains("block_size") && out.contains("lease_ms"), "{out}");
@@ -260,7 +289,7 @@ fn a_server_down_during_a_change_is_brought_up_to_date_when_back() {
         .gateway_arg("127.0.0.1:0")
         .timeout(2.0)
         .start();
-    let gw = Client::new(&cluster.gateways[0].admin_url().unwrap(), None).unwrap();
+    let gw = cluster.gateways[0].admin();
     let before: CacheConfig = gw.get("/api/v1/config").unwrap();
 
     // Server 2 is down: the change still commits (server 0 is the authority).
@@ -291,4 +320,185 @@ fn a_server_down_during_a_change_is_brought_up_to_date_when_back() {
     // And the volume works through it again.
     std::fs::write(cluster.path("after"), vec![7u8; 1 << 20]).unwrap();
     assert_eq!(std::fs::read(cluster.path("after")).unwrap(), vec![7u8; 1 << 20]);
+}
+
+/// Everything the server sends on `s` until it closes the connection (EOF
+/// or reset) or `within` passes; whether it closed.
+fn read_until_closed(s: &mut TcpStream, within: Duration) -> (Vec<u8>, bool) {
+    let end = Instant::now() + within;
+    let (mut got, mut buf) = (Vec::new(), [0u8; 4096]);
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return (got, false);
+        }
+        s.set_read_timeout(Some(left)).unwrap();
+        match s.read(&mut buf) {
+            Ok(0) => return (got, true),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => return (got, false),
+            Err(_) => return (got, true),
+        }
+    }
+}
+
+/// Connections the server holds open: nothing sent on them, not closed.
+fn still_open(conns: &[TcpStream]) -> usize {
+    let mut b = [0u8; 1];
+    conns
+        .iter()
+        .filter(|s| {
+            s.set_nonblocking(true).unwrap();
+            let open = matches!(s.peek(&mut b), Err(e) if e.kind() == ErrorKind::WouldBlock);
+            s.set_nonblocking(false).unwrap();
+            open
+        })
+        .count()
+}
+
+/// Resident memory of process `pid`, in MiB.
+fn rss_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("VmRSS");
+    kb / 1024.0
+}
+
+/// The findings, replayed as an ordinary local user would: changes without
+/// the token (flush the bank, a 600 s lease, remove a node, add one's own)
+/// are refused and change nothing, even with the cluster file in hand;
+/// thousands of idle connections are capped and closed, and the gateway's
+/// memory stays bounded and comes back; a head trickled forever is cut; an
+/// oversized body is refused. The gateway serves throughout.
+#[test]
+fn a_local_user_can_neither_change_nor_exhaust_the_admin_api() {
+    const FLOOD: usize = 3_000;
+    let cluster = ClusterSpec::new()
+        .storage(1)
+        .cache(Cache::Imca(1))
+        .gateways(1)
+        .gateway_arg("--admin")
+        .gateway_arg("127.0.0.1:0")
+        .start();
+    let gw = &cluster.gateways[0];
+    let url = gw.admin_url().unwrap();
+    let addr: std::net::SocketAddr = url.trim_start_matches("http://").parse().unwrap();
+    let admin = gw.admin();
+    let node = cluster.cache_addrs()[0].clone();
+    let _: CacheConfig = admin.send("PUT", "/api/v1/config", &serde_json::json!({ "nodes": [node] })).unwrap();
+    let before: CacheConfig = admin.get("/api/v1/config").unwrap();
+    let bank = memcache::Client::connect(format!("memcache://{node}")).unwrap();
+    bank.set("canary", "still here", 0).unwrap();
+
+    // Changes without the token, or with a guess: 401 saying where the token is.
+    let token_file = gw.admin_token_file().unwrap();
+    let attacks = [
+        ("POST", "/api/v1/cache/flush".to_string(), "{}".to_string()),
+        ("PUT", "/api/v1/config".into(), r#"{"lease_ms": 600000}"#.into()),
+        ("DELETE", format!("/api/v1/cache-nodes?addr={node}"), String::new()),
+        ("POST", "/api/v1/cache-nodes".into(), r#"{"addr": "127.0.0.1:1"}"#.into()),
+    ];
+    for token in [None, Some("guess".to_string())] {
+        let c = Client::new(&url, token.clone()).unwrap();
+        for (method, path, body) in &attacks {
+            let r = c.request(method, path, Some(body.as_bytes())).unwrap();
+            assert_eq!(r.status, 401, "{method} {path} with {token:?}: {}", r.text());
+            assert!(r.text().contains(&token_file.display().to_string()), "the 401 says where the token is: {}", r.text());
+        }
+    }
+    // As another user (uid 1001) with the cluster file: the token file is
+    // the owner's (0600), so status works and a flush does not.
+    if unsafe { libc::geteuid() } == 0 {
+        use std::os::unix::fs::PermissionsExt;
+        use std::os::unix::process::CommandExt;
+        assert_eq!(std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777, 0o600);
+        let open = cluster.dir.path().join("shared");
+        std::fs::create_dir_all(&open).unwrap();
+        for d in [cluster.dir.path(), open.as_path()] {
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let cj = open.join("cluster.json");
+        std::fs::write(&cj, serde_json::json!({ "admin": url, "admin_token_file": token_file }).to_string()).unwrap();
+        std::fs::set_permissions(&cj, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let as_user = |cmd: &str| {
+            let out = Command::new(IMCA)
+                .args(["ctl", "--cluster"])
+                .arg(&cj)
+                .arg(cmd)
+                .env_remove("IMCA_ADMIN_TOKEN")
+                .uid(1001)
+                .gid(1001)
+                .output()
+                .unwrap();
+            (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+        };
+        let (ok, out) = as_user("status");
+        assert!(ok, "uid 1001 reads the status: {out}");
+        let (ok, out) = as_user("flush");
+        assert!(!ok && out.contains("401") && out.contains("cannot read admin token file"), "uid 1001 flushed: {out}");
+    }
+    let after: CacheConfig = admin.get("/api/v1/config").unwrap();
+    assert_eq!(after, before, "a refused change changed the config");
+    assert_eq!(bank.get::<String>("canary").unwrap().as_deref(), Some("still here"), "the bank was flushed");
+
+    // A head trickled one header at a time, from before the flood.
+    let mut slow = TcpStream::connect(addr).unwrap();
+    slow.write_all(b"GET /api/v1/status HTTP/1.1\r\nHost: x\r\n").unwrap();
+    let slowloris = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        for i in 0.. {
+            if slow.write_all(format!("X-Slow-{i}: y\r\n").as_bytes()).is_err() || read_until_closed(&mut slow, Duration::from_millis(500)).1 {
+                return Some(t0.elapsed());
+            }
+            if t0.elapsed() > admin::limits::HEADER_TIMEOUT * 3 {
+                return None;
+            }
+        }
+        None
+    });
+
+    // Thousands of idle connections.
+    let pid = gw.daemon.pid().unwrap();
+    let base = rss_mib(pid);
+    let t0 = Instant::now();
+    let mut idle: Vec<TcpStream> = (0..FLOOD).map(|_| TcpStream::connect(addr).expect("connect")).collect();
+    let flooded = t0.elapsed();
+    // Answered after the flood: the gateway has accepted all of it (FIFO).
+    let r = Client::new(&url, None).unwrap().request("GET", "/healthz", None).unwrap();
+    let held = still_open(&idle);
+    let during = rss_mib(pid);
+    println!("{FLOOD} idle connections in {flooded:?}; then a request got {}; held open: {held}", r.status);
+    assert!(held <= admin::limits::MAX_CONNECTIONS, "{held} held, cap {}", admin::limits::MAX_CONNECTIONS);
+    let mut refused = 0;
+    for s in &mut idle {
+        let (reply, closed) = read_until_closed(s, admin::limits::HEADER_TIMEOUT + Duration::from_secs(15));
+        assert!(closed, "an idle connection still open {:?} after the flood began", t0.elapsed());
+        refused += usize::from(reply.starts_with(b"HTTP/1.1 503"));
+    }
+    let all_closed = t0.elapsed();
+    drop(idle);
+    let cut = slowloris.join().unwrap().expect("the slowloris head was never cut");
+    assert!(cut >= admin::limits::HEADER_TIMEOUT - Duration::from_secs(1), "slowloris cut after only {cut:?}");
+    // Memory given back: what the connections took is freed once they are closed.
+    let t = Instant::now();
+    let mut after_mib = rss_mib(pid);
+    while after_mib > base + 8.0 && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(100));
+        after_mib = rss_mib(pid);
+    }
+    println!(
+        "{refused} refused with 503 at once, the rest closed by the header timeout: all closed after {all_closed:?}; \
+         slowloris cut after {cut:?}; gateway RSS {base:.1} MiB before, {during:.1} during, {after_mib:.1} after"
+    );
+    assert!(during - base < 32.0, "the flood took {:.1} MiB", during - base);
+    assert!(after_mib - base < 8.0, "{:.1} MiB not given back", after_mib - base);
+
+    // An oversized body, even with the token: 413. The API still works.
+    let big = vec![b' '; admin::limits::MAX_BODY_BYTES + 1];
+    assert_eq!(admin.request("PUT", "/api/v1/config", Some(&big)).unwrap().status, 413);
+    let cfg: CacheConfig = admin.send("PUT", "/api/v1/config", &serde_json::json!({ "lease_ms": 2000 })).unwrap();
+    assert_eq!((cfg.epoch, cfg.lease_ms), (before.epoch + 1, 2000));
 }

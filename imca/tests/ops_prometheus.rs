@@ -163,7 +163,7 @@ fn every_dashboard_panel_has_data_in_prometheus() {
         .gateway_arg("--admin")
         .gateway_arg("127.0.0.1:0")
         .start();
-    let admin = Client::new(&cluster.gateways[0].admin_url().expect("admin URL"), None).unwrap();
+    let admin = cluster.gateways[0].admin();
     let _: serde_json::Value = admin
         .send("PUT", "/api/v1/config", &serde_json::json!({"nodes": cluster.cache_addrs(), "timeout_ms": 200}))
         .expect("putting the cache nodes in the pool");

@@ -3,14 +3,15 @@
 
 use std::io::{Read, Write};
 
-/// PUT a JSON body; returns the status line and body.
-pub fn put_json(url: &str, body: &str) -> String {
+/// PUT a JSON body with the admin token (changes need it); returns the
+/// status line and body.
+pub fn put_json(url: &str, token: &str, body: &str) -> String {
     let rest = url.strip_prefix("http://").expect("http:// URL");
     let (host, path) = rest.split_once('/').map(|(h, p)| (h, format!("/{p}"))).unwrap_or((rest, "/".into()));
     let mut s = std::net::TcpStream::connect(host).expect("connect");
     write!(
         s,
-        "PUT {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "PUT {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .expect("write");

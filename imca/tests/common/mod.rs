@@ -278,6 +278,23 @@ impl Gateway {
         self.daemon.info["admin"].as_str().map(String::from)
     }
 
+    /// The admin token file named in the ready file.
+    pub fn admin_token_file(&self) -> Option<PathBuf> {
+        self.daemon.info["admin_token_file"].as_str().map(PathBuf::from)
+    }
+
+    /// The admin token (changes need it).
+    pub fn admin_token(&self) -> Option<String> {
+        let f = self.admin_token_file()?;
+        Some(std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("reading {}: {e}", f.display())).trim().to_string())
+    }
+
+    /// A client of this gateway's admin API that holds its token.
+    pub fn admin(&self) -> admin::client::Client {
+        let url = self.admin_url().expect("the gateway serves its admin API (--admin)");
+        admin::client::Client::new(&url, self.admin_token()).expect("admin URL")
+    }
+
     /// SIGTERM: the gateway unmounts and exits. Panics if it does not.
     pub fn unmount(&mut self) {
         assert!(self.daemon.stop(), "gateway did not stop on SIGTERM; log:\n{}", self.daemon.log_tail(30));
@@ -419,10 +436,22 @@ impl Cluster {
         args.push(ready.clone().into());
         args.extend(self.spec.gateway_args.iter().map(OsString::from));
         args.extend(extra.iter().map(OsString::from));
+        // An admin API takes changes only with a token: one per cluster, as
+        // `imca up` does, unless the test names its own.
+        let has = |flag: &str| args.iter().any(|a| a == flag);
+        if has("--admin") && !has("--admin-token-file") {
+            args.extend(["--admin-token-file".into(), self.admin_token_file().into()]);
+        }
         args.push(mount.clone().into());
         let daemon = Daemon::start(&name, imca_bin(), args, Some(ready), &self.logs());
         self.gateways.push(Gateway { daemon, mount });
         i
+    }
+
+    /// The admin token file the cluster's gateways share (created by the
+    /// first gateway started with `--admin`, mode 0600).
+    pub fn admin_token_file(&self) -> PathBuf {
+        self.dir.path().join("admin.token")
     }
 
     /// Gateway 0's mount point.
