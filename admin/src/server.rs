@@ -27,7 +27,8 @@ use tokio::sync::{watch, Semaphore};
 /// What a connection over the cap reads before it is closed.
 const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n\
 Content-Length: 91\r\n\r\n{\"error\":\"unavailable\",\"message\":\"too many connections to the admin API; try again later\"}\n";
-/// After shutdown, how long open connections get to finish their request.
+/// After shutdown (or past its age), how long a connection gets to finish
+/// its request.
 const DRAIN: Duration = Duration::from_secs(5);
 /// Pause after a failed accept (out of fds: do not spin).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
@@ -68,23 +69,31 @@ pub(crate) async fn run(
         tokio::spawn(async move {
             let _slot = slot;
             tokio::pin!(conn);
-            let served = async {
-                let mut stopping = false;
-                loop {
-                    tokio::select! {
-                        r = conn.as_mut() => return r,
-                        _ = stop.wait_for(|s| *s), if !stopping => {
-                            stopping = true;
-                            conn.as_mut().graceful_shutdown();
+            // At shutdown or past its age a connection finishes the request
+            // in hand (graceful), then gets DRAIN more before it is dropped.
+            let deadline = tokio::time::sleep(limits.max_connection_age);
+            tokio::pin!(deadline);
+            let mut stopping = false;
+            loop {
+                tokio::select! {
+                    r = conn.as_mut() => {
+                        // header timeouts, resets, malformed requests: the client's business
+                        if let Err(e) = r {
+                            tracing::debug!(%peer, error = %e, "admin API connection ended");
+                        }
+                        return;
+                    }
+                    _ = stop.wait_for(|s| *s), if !stopping => {}
+                    _ = deadline.as_mut() => {
+                        if stopping {
+                            tracing::debug!(%peer, "admin API connection dropped: did not finish in time");
+                            return;
                         }
                     }
                 }
-            };
-            match tokio::time::timeout(limits.max_connection_age, served).await {
-                Ok(Ok(())) => {}
-                // header timeouts, resets, malformed requests: the client's business
-                Ok(Err(e)) => tracing::debug!(%peer, error = %e, "admin API connection ended"),
-                Err(_) => tracing::debug!(%peer, "admin API connection closed: too old"),
+                stopping = true;
+                conn.as_mut().graceful_shutdown();
+                deadline.as_mut().reset(tokio::time::Instant::now() + DRAIN);
             }
         });
     }

@@ -1,7 +1,8 @@
 //! What a client can make the admin server hold, tried as an attacker
 //! would over raw TCP: thousands of idle connections, a head sent one
-//! header at a time (slowloris), bodies too large or too slow, a huge head.
-//! Each is capped, cut or refused, and the server keeps serving.
+//! header at a time (slowloris), bodies too large or too slow, a huge head,
+//! a connection kept forever. Each is capped, cut or refused, and the server
+//! keeps serving.
 
 mod common;
 
@@ -200,4 +201,41 @@ fn bodies_too_large_or_too_slow_and_huge_heads_are_refused() {
     let body = r#"{"block_size":4096}"#;
     let ok = format!("{}{body}", put(true, &format!("Content-Length: {}\r\n", body.len())));
     assert_eq!(raw_status(addr, ok.as_bytes()), 200);
+}
+
+#[test]
+fn a_connection_past_its_age_is_closed_between_requests() {
+    let age = Duration::from_secs(1);
+    let addr = start(ServerLimits { max_connection_age: age, ..Default::default() });
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let t0 = Instant::now();
+    let mut answered = 0;
+    // A kept-alive client asking again and again: every request it gets an
+    // answer to is answered whole; the connection ends between two.
+    let closed_after = loop {
+        assert!(t0.elapsed() < age * 5, "still open after {:?}", t0.elapsed());
+        if s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").is_err() {
+            break t0.elapsed();
+        }
+        let mut got = Vec::new();
+        let mut buf = [0u8; 1024];
+        let whole = loop {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => break false,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+            if got.ends_with(b"\r\n\r\nok\n") {
+                break true;
+            }
+        };
+        if !whole {
+            assert!(got.is_empty(), "a reply was cut: {}", String::from_utf8_lossy(&got));
+            break t0.elapsed();
+        }
+        answered += 1;
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    println!("{answered} requests answered; closed after {closed_after:?} (age {age:?})");
+    assert!(closed_after >= age && answered > 3, "closed after {closed_after:?}, {answered} answered");
 }

@@ -411,6 +411,7 @@ fn a_local_user_can_neither_change_nor_exhaust_the_admin_api() {
     }
     // As another user (uid 1001) with the cluster file: the token file is
     // the owner's (0600), so status works and a flush does not.
+    // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
         use std::os::unix::fs::PermissionsExt;
         use std::os::unix::process::CommandExt;
