@@ -66,7 +66,8 @@ pub struct Args {
     /// Serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long)]
     pub metrics: Option<String>,
-    /// Once the mount is live, write {"mount", "addr", "admin", "metrics"} here.
+    /// Once the mount is live, write {"mount", "addr", "admin",
+    /// "admin_token_file", "metrics", "pid"} here.
     #[arg(long)]
     pub ready_file: Option<PathBuf>,
     /// FUSE reader threads (default: number of CPUs, 2..=8).
