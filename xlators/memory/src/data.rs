@@ -1,6 +1,6 @@
 //! Attributes, data, open/release, directory listing and statfs.
 
-use crate::tree::{err, now, Content, Fs};
+use crate::tree::{allowed_perm, err, now, Content, Fs};
 use crate::{MAX_FILE, MAX_READ};
 use bytes::Bytes;
 use xlator::*;
@@ -29,7 +29,7 @@ impl Fs {
                 // Linux has no way to change a symlink's mode
                 return err(libc::EOPNOTSUPP);
             }
-            i.perm = perm & 0o7777;
+            i.perm = allowed_perm(perm);
             i.touch_ctime();
         }
         let at = |t: TimeSet| match t {
@@ -53,7 +53,7 @@ impl Fs {
         if size > MAX_FILE {
             return err(libc::EFBIG);
         }
-        self.open.insert(fid);
+        self.cached.insert(fid);
         let i = self.inode_mut(fid);
         if let Content::File(d) = &mut i.content {
             d.resize(size as usize, 0);
@@ -74,11 +74,11 @@ impl Fs {
     /// The file a data call reaches: an open one by id, whatever the path
     /// says (posix's fd cache), else resolved, and opened from then on.
     fn data(&mut self, loc: &Loc) -> FsResult<FileId> {
-        if let Some(fid) = loc.fid.filter(|f| self.open.contains(f)) {
+        if let Some(fid) = loc.fid.filter(|f| self.cached.contains(f)) {
             return Ok(fid);
         }
         let fid = self.file_of(self.resolve(loc)?)?;
-        self.open.insert(fid);
+        self.cached.insert(fid);
         Ok(fid)
     }
 
@@ -95,10 +95,11 @@ impl Fs {
         match self.inode(fid).kind() {
             FileKind::Dir if writing => err(libc::EISDIR),
             FileKind::File => {
-                self.open.insert(fid);
+                self.cached.insert(fid);
                 if writing && flags & libc::O_TRUNC != 0 {
                     self.truncate(fid, 0)?;
                 }
+                self.opened(fid);
                 Ok(())
             }
             FileKind::Symlink => err(libc::ELOOP),
@@ -106,12 +107,10 @@ impl Fs {
         }
     }
 
-    /// An open file with no name left is gone once released.
+    /// An open file with no name left is gone once its last open is released.
     pub fn release(&mut self, loc: &Loc) {
-        let Some(fid) = loc.fid else { return };
-        if self.open.contains(&fid) && self.inode(fid).links == 0 {
-            self.open.remove(&fid);
-            self.inodes.remove(&fid);
+        if let Some(fid) = loc.fid {
+            self.released(fid);
         }
     }
 
@@ -154,7 +153,7 @@ impl Fs {
         let fid = self.resolve(loc)?;
         match self.inode(fid).kind() {
             FileKind::File => {
-                self.open.insert(fid);
+                self.cached.insert(fid);
                 Ok(())
             }
             // like posix: a directory is synced; a symlink, fifo, socket or

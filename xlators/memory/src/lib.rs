@@ -16,16 +16,22 @@
 //! - the same errnos in the same order of checks (ENOENT, EEXIST, ENOTDIR,
 //!   EISDIR, ENOTEMPTY, ENAMETOOLONG, EINVAL for bad names, ELOOP for a
 //!   symlink on the way, the hidden `.imca` at the root);
-//! - file ids are the caller's (`NewFile::fid`); a `Loc` is resolved by its
-//!   id first for non-directories (posix's per-fid hard link), else by path,
-//!   and a path holding another id than the one asked for is ENOENT;
+//! - file ids are the caller's (`NewFile::fid`), but a new object's id must
+//!   be new (EEXIST if any object, an unlinked open file included, holds it;
+//!   EINVAL if it is not the shape `FileId::from_random` makes); a `Loc` is
+//!   resolved by its id first for non-directories (posix's per-fid hard
+//!   link), else by path, and a path holding another id than the one asked
+//!   for is ENOENT;
+//! - posix's default export policy: no device nodes (EPERM), set-id bits
+//!   dropped from every mode a client sets;
 //! - rename with `noreplace` / `exchange` and the kernel's ancestor rules,
 //!   hard links and `nlink` (directories: 2 + subdirectories), `user.*`
 //!   xattrs only, readdir cookies that survive inserts and removals, reads
 //!   short only at end of file;
 //! - posix's fd cache, as if it never evicted: a file once opened, created,
-//!   read, written or truncated stays reachable by id after its last name
-//!   is gone, until `release`.
+//!   read, written or truncated is found by id first; one with opens not yet
+//!   released (open, create) stays reachable by id after its last name is
+//!   gone, until its last `release`; one without is gone with its name.
 //!
 //! Not modelled: permissions (every caller is root), sparse allocation
 //! (`blocks` counts every byte), set-id bits cleared by chown, a fifo that

@@ -2,7 +2,7 @@
 //! file). Each checks what posix checks, in the order posix does.
 
 use crate::dir::Dir;
-use crate::tree::{check_name, err, Content, Fs, Inode};
+use crate::tree::{allowed_perm, check_name, err, Content, Fs, Inode};
 use xlator::*;
 
 impl Fs {
@@ -34,8 +34,13 @@ impl Fs {
             libc::S_IFIFO | libc::S_IFSOCK | libc::S_IFCHR | libc::S_IFBLK => Content::Other,
             _ => return err(libc::EINVAL),
         };
+        if matches!(fmt, libc::S_IFCHR | libc::S_IFBLK) {
+            // posix's default export policy (`nodev`)
+            return err(libc::EPERM);
+        }
+        self.check_new_fid(new.fid)?;
         self.free(dir, &new.name)?;
-        let mut inode = Inode::new(content, new.perm, new.owner, dir);
+        let mut inode = Inode::new(content, allowed_perm(new.perm), new.owner, dir);
         if matches!(fmt, libc::S_IFCHR | libc::S_IFBLK) {
             // mknod(2) ignores the device number of anything else
             inode.rdev = rdev;
@@ -46,30 +51,47 @@ impl Fs {
 
     pub fn mkdir(&mut self, parent: &Loc, new: &NewFile) -> FsResult<Attr> {
         let dir = self.new_name(parent, &new.name)?;
+        self.check_new_fid(new.fid)?;
         self.free(dir, &new.name)?;
-        self.add(dir, &new.name, new.fid, Inode::new(Content::Dir(Dir::default()), new.perm, new.owner, dir));
+        let perm = allowed_perm(new.perm);
+        self.add(dir, &new.name, new.fid, Inode::new(Content::Dir(Dir::default()), perm, new.owner, dir));
         Ok(self.attr(new.fid))
     }
 
     /// Create (and open) a regular file; an existing name is opened instead
-    /// unless the create is exclusive, as open(O_CREAT) does.
+    /// unless the create is exclusive, as open(O_CREAT) does. The id must be
+    /// new (posix's rule), even when an existing name is opened instead.
     pub fn create(&mut self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
         let dir = self.new_name(parent, &new.name)?;
+        let exclusive = new.exclusive || flags & libc::O_EXCL != 0;
+        let fid_ok = self.check_new_fid(new.fid);
+        if let Err(e) = fid_ok {
+            if exclusive || e == FsError::EINVAL {
+                return Err(e);
+            }
+        }
         let Some(e) = self.dir(dir).get(&new.name) else {
-            self.add(dir, &new.name, new.fid, Inode::new(Content::File(Vec::new()), new.perm, new.owner, dir));
-            self.open.insert(new.fid);
+            fid_ok?;
+            let inode = Inode::new(Content::File(Vec::new()), allowed_perm(new.perm), new.owner, dir);
+            self.add(dir, &new.name, new.fid, inode);
+            self.opened(new.fid);
             return Ok(self.attr(new.fid));
         };
-        if new.exclusive || flags & libc::O_EXCL != 0 {
+        if exclusive {
             return err(libc::EEXIST);
         }
-        match self.inode(e.fid).kind() {
+        let fid = e.fid;
+        match self.inode(fid).kind() {
             FileKind::Dir => return err(libc::EISDIR),
             FileKind::Symlink => return err(libc::ELOOP),
-            FileKind::File if flags & libc::O_TRUNC != 0 => self.truncate(e.fid, 0)?,
-            _ => {}
+            FileKind::Other => return Ok(self.attr(fid)),
+            FileKind::File => {}
         }
-        Ok(self.attr(e.fid))
+        if flags & libc::O_TRUNC != 0 {
+            self.truncate(fid, 0)?;
+        }
+        self.opened(fid);
+        Ok(self.attr(fid))
     }
 
     pub fn symlink(&mut self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Attr> {
@@ -80,6 +102,7 @@ impl Fs {
         if target.len() >= libc::PATH_MAX as usize {
             return err(libc::ENAMETOOLONG);
         }
+        self.check_new_fid(new.fid)?;
         self.free(dir, &new.name)?;
         // a symlink's permission bits are always 0777
         self.add(dir, &new.name, new.fid, Inode::new(Content::Symlink(target.to_string()), 0o777, new.owner, dir));

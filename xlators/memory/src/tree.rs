@@ -4,6 +4,7 @@
 
 use crate::dir::Dir;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::hash_map::Entry;
 use std::time::{SystemTime, UNIX_EPOCH};
 use xlator::*;
 
@@ -94,9 +95,12 @@ impl Inode {
 
 pub(crate) struct Fs {
     pub inodes: HashMap<FileId, Inode>,
-    /// Files posix would hold a cached fd for: reachable by id even after
-    /// their last name is gone, until released.
-    pub open: HashSet<FileId>,
+    /// Files posix would hold a cached fd for (found by id first, whatever
+    /// the path says).
+    pub cached: HashSet<FileId>,
+    /// Opens not yet released, per file: a file with opens outlives its last
+    /// name until the last release; one without is gone with its name.
+    pub opens: HashMap<FileId, u32>,
 }
 
 pub(crate) fn now() -> Timestamp {
@@ -106,6 +110,12 @@ pub(crate) fn now() -> Timestamp {
 
 pub(crate) fn err<T>(e: i32) -> FsResult<T> {
     Err(FsError(e))
+}
+
+/// posix's default export policy (`nosuid`): set-user-id and set-group-id
+/// bits are dropped from every mode a client sets.
+pub(crate) fn allowed_perm(asked: u32) -> u32 {
+    asked & 0o7777 & !(libc::S_ISUID | libc::S_ISGID)
 }
 
 /// A single name as a client may use it.
@@ -140,7 +150,7 @@ impl Fs {
     pub fn new() -> Fs {
         let mut root = Inode::new(Content::Dir(Dir::default()), 0o755, Owner::default(), FileId::ROOT);
         root.links = 0;
-        Fs { inodes: HashMap::from([(FileId::ROOT, root)]), open: HashSet::new() }
+        Fs { inodes: HashMap::from([(FileId::ROOT, root)]), cached: HashSet::new(), opens: HashMap::new() }
     }
 
     pub fn inode(&self, fid: FileId) -> &Inode {
@@ -279,9 +289,49 @@ impl Fs {
         if i.links > 0 {
             return Some(self.attr(fid));
         }
-        if !self.open.contains(&fid) {
-            self.inodes.remove(&fid);
+        if !self.opens.contains_key(&fid) {
+            self.forget(fid);
         }
         None
+    }
+
+    /// A file was opened (open or create): cached, and counted.
+    pub fn opened(&mut self, fid: FileId) {
+        self.cached.insert(fid);
+        *self.opens.entry(fid).or_insert(0) += 1;
+    }
+
+    /// A release: one open less (never below none); the last one of a file
+    /// with no name left forgets it.
+    pub fn released(&mut self, fid: FileId) {
+        if let Entry::Occupied(mut e) = self.opens.entry(fid) {
+            *e.get_mut() -= 1;
+            if *e.get() > 0 {
+                return;
+            }
+            e.remove();
+        }
+        if self.cached.contains(&fid) && self.inodes.get(&fid).is_some_and(|i| i.links == 0) {
+            self.forget(fid);
+        }
+    }
+
+    fn forget(&mut self, fid: FileId) {
+        self.inodes.remove(&fid);
+        self.cached.remove(&fid);
+        self.opens.remove(&fid);
+    }
+
+    /// posix's rule for the id of a new object: the shape gateways draw
+    /// (EINVAL otherwise), and not in use (EEXIST), an unlinked open file
+    /// and the root included.
+    pub fn check_new_fid(&self, fid: FileId) -> FsResult<()> {
+        if fid.0 >> 127 != 1 {
+            return err(libc::EINVAL);
+        }
+        if self.inodes.contains_key(&fid) {
+            return err(libc::EEXIST);
+        }
+        Ok(())
     }
 }

@@ -35,9 +35,7 @@ impl Posix {
             }
             r => r?,
         };
-        let fd = Arc::new(fd);
-        self.fds().insert(o.fid, fd.clone());
-        Ok(fd)
+        Ok(self.fds().insert(o.fid, Arc::new(fd)))
     }
 
     pub fn open(&self, loc: &Loc, flags: i32) -> io::Result<()> {
@@ -50,6 +48,8 @@ impl Posix {
                 if writing && flags & libc::O_TRUNC != 0 {
                     sys::ftruncate(raw(&fd), 0)?;
                 }
+                // A release will follow: until then the file outlives its names.
+                self.fds().opened(o.fid);
                 Ok(())
             }
             FileKind::Symlink => Err(err(libc::ELOOP)),
@@ -85,12 +85,24 @@ impl Posix {
         Ok(buf.freeze())
     }
 
+    /// The answer says exactly what landed: all of it; a short count when
+    /// the disk filled (ENOSPC) or failed (EIO) part-way — the bytes that
+    /// landed are the contiguous prefix `[offset, offset + written)`, nothing
+    /// beyond; or the error when nothing landed (the file is unchanged: its
+    /// size did not grow). Once bytes landed, no later failure turns the
+    /// answer into an error.
     pub fn write(&self, loc: &Loc, offset: u64, data: &[u8]) -> io::Result<WriteReply> {
         let (fd, fid) = self.data_fd(loc)?;
         let written = sys::pwrite_full(raw(&fd), data, offset)?;
-        let st = sys::fstat(raw(&fd))?;
         // Files reached through the cache always have their per-fid link.
-        Ok(WriteReply { written: written as u32, attr: Some(super::attr_of(&st, fid, fid != FileId::ROOT)) })
+        let attr = match sys::fstat(raw(&fd)) {
+            Ok(st) => Some(super::attr_of(&st, fid, fid != FileId::ROOT)),
+            Err(e) => {
+                tracing::warn!(%fid, "stat after a write failed: {e}");
+                None
+            }
+        };
+        Ok(WriteReply { written: written as u32, attr })
     }
 
     /// Entries after `cookie`. Cookies are the file system's own `d_off`

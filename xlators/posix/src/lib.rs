@@ -10,6 +10,7 @@
 //!  EXPORT/                    the volume's files, as users see them
 //!  EXPORT/.imca/volume.json   the volume's cache config (see `volume`)
 //!  EXPORT/.imca/fids/ab/<fid> one extra hard link per non-directory, by file id
+//!  EXPORT/.imca/fids/ab/<fid>.dir  an empty marker per directory (its id is taken)
 //! ```
 //!
 //! Every file and directory carries its 128-bit file id in the xattr
@@ -24,6 +25,13 @@
 //! names are then used only with `*at` calls and `O_NOFOLLOW`, so neither
 //! `..` nor a symlink pointing out can reach outside the export.
 //!
+//! Trust: clients are gateways, but what they send is checked as if anyone
+//! could send it. A new object's id must be new to this server ([`ids`]: a
+//! create naming an id in use is EEXIST), and an [`ExportPolicy`] keeps
+//! device nodes, set-id bits and (optionally) root ownership out of the
+//! export. Space: the fd of a file whose last name goes away is closed at
+//! once unless a gateway still has it open ([`FdCache`]).
+//!
 //! Task model: every call runs its syscalls on tokio's bounded blocking pool
 //! (`spawn_blocking`); the only shared state is the fd cache (one short
 //! mutex) — no global lock on the hot path.
@@ -31,11 +39,15 @@
 mod data;
 mod fast;
 mod fdcache;
+mod ids;
 mod namespace;
+mod policy;
 mod sys;
 mod translator;
 
 pub use fdcache::FdCache;
+pub use policy::{ExportPolicy, NOBODY};
+pub(crate) use ids::fid_link;
 
 use std::io;
 use std::os::fd::{OwnedFd, RawFd};
@@ -62,6 +74,7 @@ pub struct Posix {
     fids: OwnedFd,
     fds: FdCache,
     root_user: bool,
+    policy: ExportPolicy,
     /// calls answered by the fast paths (see `fast`)
     fast_hits: std::sync::atomic::AtomicU64,
     /// `IMCA_POSIX_FAST=0` turns the fast paths off (to measure them)
@@ -78,8 +91,13 @@ pub(crate) struct Obj {
 }
 
 impl Posix {
-    /// Open (and on first use, prepare) an export directory.
+    /// Open (and on first use, prepare) an export directory, with the
+    /// default (safe) [`ExportPolicy`].
     pub fn new(export: &Path, fd_cache: usize) -> io::Result<Posix> {
+        Posix::with_policy(export, fd_cache, ExportPolicy::default())
+    }
+
+    pub fn with_policy(export: &Path, fd_cache: usize, policy: ExportPolicy) -> io::Result<Posix> {
         let root = sys::openat(libc::AT_FDCWD, &export.to_string_lossy(), libc::O_PATH | libc::O_DIRECTORY, 0)
             .map_err(|e| io::Error::new(e.kind(), format!("export {}: {e}", export.display())))?;
         let r = raw(&root);
@@ -95,7 +113,7 @@ impl Posix {
             Ok(()) => {}
             Err(e) => return Err(io::Error::new(e.kind(), format!("export {}: cannot store file ids in xattrs: {e}", export.display()))),
         }
-        Ok(Posix { export: export.to_path_buf(), root, fids, fds: FdCache::new(fd_cache), root_user: sys::euid_is_root(), fast_hits: Default::default(),
+        Ok(Posix { export: export.to_path_buf(), root, fids, fds: FdCache::new(fd_cache), root_user: sys::euid_is_root(), policy, fast_hits: Default::default(),
             fast: std::env::var("IMCA_POSIX_FAST").map_or(true, |v| v != "0") })
     }
 
@@ -168,8 +186,12 @@ impl Posix {
         Ok(Some(Obj { fd, st, fid, linked: false }))
     }
 
-    /// Forget the cached fd of a file that has no name left (frees its space).
+    /// A gateway closed the file: once nobody has it open, the cached fd of
+    /// a file with no name left is closed (which frees its space).
     pub(crate) fn release_fid(&self, fid: FileId) -> io::Result<()> {
+        if self.fds.released(fid) > 0 {
+            return Ok(());
+        }
         if let Some(data) = self.fds.get(fid) {
             if sys::fstat(raw(&data))?.st_nlink == 0 {
                 self.fds.remove(fid);
@@ -229,43 +251,15 @@ impl Posix {
             }
         }
         if kind == FileKind::Dir {
+            // Best effort: a fresh random id cannot be in use, the marker
+            // only keeps later creates from taking it.
+            if let Err(e) = self.claim_dir_fid(fid) {
+                tracing::warn!(%fid, "cannot mark a directory's id as taken: {e}");
+            }
             return Ok((fid, false));
         }
         self.link_fid(fd, fid)?;
         Ok((fid, true))
-    }
-
-    /// Add the per-fid hard link of a new non-directory.
-    pub(crate) fn link_fid(&self, fd: RawFd, fid: FileId) -> io::Result<()> {
-        let name = fid_link(fid);
-        match sys::link_fd(fd, raw(&self.fids), &name) {
-            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
-                // A leftover of an earlier file with this id (an interrupted
-                // unlink): the new file wins.
-                sys::unlinkat(raw(&self.fids), &name, 0)?;
-                sys::link_fd(fd, raw(&self.fids), &name)
-            }
-            r => r,
-        }
-    }
-
-    /// Drop the per-fid link once only it is left (the file is gone).
-    pub(crate) fn unlink_fid_if_last(&self, fid: FileId) -> io::Result<Option<Attr>> {
-        let fd = match sys::openat(raw(&self.fids), &fid_link(fid), libc::O_PATH | libc::O_NOFOLLOW, 0) {
-            Ok(fd) => fd,
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let st = sys::fstat(raw(&fd))?;
-        if st.st_nlink <= 1 {
-            sys::unlinkat(raw(&self.fids), &fid_link(fid), 0)?;
-            // A cached fd is kept: like an open file on a local FS, the
-            // unlinked file stays readable and writable by id until it is
-            // released (or evicted); then its space is freed.
-            Ok(None)
-        } else {
-            Ok(Some(attr_of(&st, fid, true)))
-        }
     }
 
     pub(crate) fn attr(&self, o: &Obj) -> Attr {
@@ -284,12 +278,6 @@ fn ensure_dir(dir: RawFd, name: &str) -> io::Result<()> {
         Err(e) if e.raw_os_error() != Some(libc::EEXIST) => Err(e),
         _ => Ok(()),
     }
-}
-
-/// `.imca/fids/ab/<32 hex>` relative to the fids dir.
-fn fid_link(fid: FileId) -> String {
-    let h = fid.to_hex();
-    format!("{}/{}", &h[30..32], h)
 }
 
 fn fid_xattr(kind: FileKind) -> &'static str {
@@ -387,6 +375,9 @@ impl Posix {
     }
     pub(crate) fn root_user(&self) -> bool {
         self.root_user
+    }
+    pub(crate) fn policy(&self) -> &ExportPolicy {
+        &self.policy
     }
     pub fn meta_path(&self) -> PathBuf {
         self.export.join(META_DIR)

@@ -22,6 +22,8 @@ impl Posix {
 
     pub fn setattr(&self, loc: &Loc, set: &SetAttr) -> io::Result<Attr> {
         let mut o = self.resolve(loc)?;
+        // Refused before anything changes (root squash).
+        self.policy().check_chown(set.uid, set.gid)?;
         let fd = raw(&o.fd);
         if let Some(size) = set.size {
             match kind_of(&o.st) {
@@ -36,7 +38,7 @@ impl Posix {
             sys::chown_fd(fd, set.uid, set.gid)?;
         }
         if let Some(perm) = set.perm {
-            sys::chmod_fd(fd, perm & 0o7777)?;
+            sys::chmod_fd(fd, self.policy().perm(perm))?;
         }
         if set.atime.is_some() || set.mtime.is_some() {
             let conv = |t: Option<TimeSet>| {
@@ -67,40 +69,69 @@ impl Posix {
             return Err(err(libc::EINVAL));
         }
         let fmt = if fmt == 0 { libc::S_IFREG } else { fmt };
-        sys::mknodat(raw(&dir.fd), &new.name, fmt | (new.perm & 0o7777), rdev as u64)?;
+        self.policy().check_mknod(fmt)?;
+        self.check_new_fid(new.fid)?;
+        sys::mknodat(raw(&dir.fd), &new.name, fmt | self.policy().perm(new.perm), rdev as u64)?;
         self.finish_create(&dir, new, None)
     }
 
     pub fn mkdir(&self, parent: &Loc, new: &NewFile) -> io::Result<Attr> {
         let dir = self.resolve_dir(parent)?;
         check_new_name(&dir, &new.name)?;
-        sys::mkdirat(raw(&dir.fd), &new.name, new.perm & 0o7777)?;
-        self.finish_create(&dir, new, None)
+        self.check_new_fid(new.fid)?;
+        // The marker is taken first: of two mkdirs racing with one id, one
+        // gets EEXIST before it makes anything.
+        self.claim_dir_fid(new.fid)?;
+        let r = sys::mkdirat(raw(&dir.fd), &new.name, self.policy().perm(new.perm))
+            .and_then(|()| self.finish_create(&dir, new, None));
+        if r.is_err() {
+            self.free_dir_fid(new.fid);
+        }
+        r
     }
 
     pub fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> io::Result<Attr> {
         let dir = self.resolve_dir(parent)?;
         check_new_name(&dir, &new.name)?;
-        let base = libc::O_RDWR | libc::O_NOFOLLOW;
-        match sys::openat(raw(&dir.fd), &new.name, base | libc::O_CREAT | libc::O_EXCL, new.perm & 0o7777) {
-            Ok(fd) => self.finish_create(&dir, new, Some(fd)),
-            Err(e) if e.raw_os_error() == Some(libc::EEXIST) && !new.exclusive && flags & libc::O_EXCL == 0 => {
-                // open(O_CREAT) of an existing file opens it, as a local FS would.
-                let mut o = self.child(&dir, &new.name)?;
-                match kind_of(&o.st) {
-                    FileKind::Dir => return Err(err(libc::EISDIR)),
-                    FileKind::Symlink => return Err(err(libc::ELOOP)),
-                    _ => {}
-                }
-                if flags & libc::O_TRUNC != 0 && kind_of(&o.st) == FileKind::File {
-                    let data = self.data_fd_of(&o)?;
-                    sys::ftruncate(raw(&data), 0)?;
-                    return self.restat(&mut o);
-                }
-                Ok(self.attr(&o))
+        let exclusive = new.exclusive || flags & libc::O_EXCL != 0;
+        if let Err(e) = self.check_new_fid(new.fid) {
+            // The id cannot go to a new file; an existing name is still
+            // opened (the id in the call is then not used at all).
+            if exclusive || e.raw_os_error() != Some(libc::EEXIST) {
+                return Err(e);
             }
+            return self.open_existing(&dir, &new.name, flags).map_err(|o| {
+                if o.raw_os_error() == Some(libc::ENOENT) {
+                    e
+                } else {
+                    o
+                }
+            });
+        }
+        let base = libc::O_RDWR | libc::O_NOFOLLOW;
+        match sys::openat(raw(&dir.fd), &new.name, base | libc::O_CREAT | libc::O_EXCL, self.policy().perm(new.perm)) {
+            Ok(fd) => self.finish_create(&dir, new, Some(fd)),
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) && !exclusive => self.open_existing(&dir, &new.name, flags),
             Err(e) => Err(e),
         }
+    }
+
+    /// open(O_CREAT) of an existing name opens it, as a local FS would (a
+    /// regular file counts as opened: a release will follow).
+    fn open_existing(&self, dir: &Obj, name: &str, flags: i32) -> io::Result<Attr> {
+        let mut o = self.child(dir, name)?;
+        match kind_of(&o.st) {
+            FileKind::Dir => return Err(err(libc::EISDIR)),
+            FileKind::Symlink => return Err(err(libc::ELOOP)),
+            FileKind::Other => return Ok(self.attr(&o)),
+            FileKind::File => {}
+        }
+        let data = self.data_fd_of(&o)?;
+        if flags & libc::O_TRUNC != 0 {
+            sys::ftruncate(raw(&data), 0)?;
+        }
+        self.fds().opened(o.fid);
+        self.restat(&mut o)
     }
 
     pub fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> io::Result<Attr> {
@@ -112,6 +143,7 @@ impl Posix {
         if target.len() >= libc::PATH_MAX as usize {
             return Err(err(libc::ENAMETOOLONG));
         }
+        self.check_new_fid(new.fid)?;
         sys::symlinkat(target, raw(&dir.fd), &new.name)?;
         self.finish_create(&dir, new, None)
     }
@@ -132,11 +164,13 @@ impl Posix {
         let st = sys::fstat(raw(&fd))?;
         let kind = kind_of(&st);
         if self.root_user() {
-            sys::chown_fd(raw(&fd), Some(new.owner.uid), Some(new.owner.gid))?;
+            let owner = self.policy().owner(new.owner);
+            sys::chown_fd(raw(&fd), Some(owner.uid), Some(owner.gid))?;
         }
         if kind != FileKind::Symlink {
-            // mkdirat/mknodat/openat applied our umask; set exactly what was asked.
-            sys::chmod_fd(raw(&fd), new.perm & 0o7777)?;
+            // mkdirat/mknodat/openat applied our umask (and a set-group-id
+            // parent may have added S_ISGID): set exactly what is allowed.
+            sys::chmod_fd(raw(&fd), self.policy().perm(new.perm))?;
         }
         let xname = super::fid_xattr(kind);
         let linked = match sys::setxattr(raw(&fd), xname, new.fid.to_hex().as_bytes(), 0) {
@@ -153,7 +187,9 @@ impl Posix {
             }
         };
         if let Some(d) = data {
+            // create opens the file: a release will follow.
             self.fds().insert(new.fid, Arc::new(d));
+            self.fds().opened(new.fid);
         }
         let mut o = Obj { fd, st, fid: new.fid, linked };
         self.restat(&mut o)
@@ -190,17 +226,25 @@ impl Posix {
             return Err(err(libc::ENOTDIR));
         }
         sys::unlinkat(raw(&dir.fd), name, libc::AT_REMOVEDIR)?;
+        self.free_dir_fid(o.fid);
         Ok(Removed { fid: o.fid, remaining: None })
     }
 
     /// After a name of `o` went away: its attributes if other names remain,
-    /// else `None` (and its per-fid link and cached fd are dropped).
+    /// else `None` — its per-fid link is dropped and, unless a gateway has
+    /// it open, its cached fd is closed now, so its space is freed now (an
+    /// fd kept until LRU eviction held deleted files' space for hours).
     fn after_last_name_removed(&self, o: &Obj) -> io::Result<Option<Attr>> {
-        if o.linked {
-            return self.unlink_fid_if_last(o.fid);
+        let remaining = if o.linked {
+            self.unlink_fid_if_last(o.fid)?
+        } else {
+            let st = sys::fstat(raw(&o.fd))?;
+            if st.st_nlink > 0 { Some(super::attr_of(&st, o.fid, false)) } else { None }
+        };
+        if remaining.is_none() {
+            self.fds().forget_unless_open(o.fid);
         }
-        let st = sys::fstat(raw(&o.fd))?;
-        Ok(if st.st_nlink > 0 { Some(super::attr_of(&st, o.fid, false)) } else { None })
+        Ok(remaining)
     }
 
     pub fn rename(&self, parent: &Loc, name: &str, newparent: &Loc, newname: &str, flags: RenameFlags) -> io::Result<Renamed> {
@@ -227,8 +271,12 @@ impl Posix {
         sys::renameat2(raw(&from.fd), name, raw(&to.fd), newname, f)?;
         let replaced = match dst {
             Some(d) if !flags.exchange && (d.st.st_ino, d.st.st_dev) != (src.st.st_ino, src.st.st_dev) => {
-                let remaining =
-                    if kind_of(&d.st) == FileKind::Dir { None } else { self.after_last_name_removed(&d)? };
+                let remaining = if kind_of(&d.st) == FileKind::Dir {
+                    self.free_dir_fid(d.fid);
+                    None
+                } else {
+                    self.after_last_name_removed(&d)?
+                };
                 Some(Removed { fid: d.fid, remaining })
             }
             _ => None,

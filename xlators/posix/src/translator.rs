@@ -115,8 +115,8 @@ impl Translator for PosixTranslator {
     }
 
     async fn release(&self, loc: &Loc) -> FsResult<()> {
-        // Opens are stateless and the fd cache closes fds by its own policy,
-        // except for an unlinked file: its fd is dropped now to free its space.
+        // Opens are counted per file in the fd cache; the last release of a
+        // file with no name left closes its fd, which frees its space.
         match loc.fid {
             Some(fid) => self.run(move |x| x.release_fid(fid)).await,
             None => Ok(()),

@@ -112,8 +112,14 @@ impl Gen {
         }
     }
 
+    /// Mostly a fresh id; sometimes one handed out before (in use, or
+    /// free again since its object went away) or one no gateway makes.
     fn new_file(&mut self, name: String) -> NewFile {
-        let fid = FileId::from_random(self.rng.random());
+        let fid = match self.rng.random_range(0..100) {
+            0..=5 if !self.fids.is_empty() => self.pick(&self.fids.clone()),
+            6 => self.pick(&[FileId::ROOT, FileId(0), FileId(0x4000_0000_0000_0000_0000_0000_0000_0001)]),
+            _ => FileId::from_random(self.rng.random()),
+        };
         self.fids.push(fid);
         let owner = if self.root {
             self.pick(&[Owner { uid: 0, gid: 0 }, Owner { uid: 1000, gid: 100 }])

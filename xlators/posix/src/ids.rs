@@ -1,0 +1,132 @@
+//! File ids on this server: one id, one object.
+//!
+//! Ids are chosen by the gateway (stripe creates on server 0 and then on the
+//! others with the same id, so a server cannot pick its own), and the id is
+//! what data calls, the fd cache and every cache key are found by. So a
+//! server must never let a new object take an id it already holds: a raw
+//! create carrying another file's id would otherwise re-point that id (the
+//! per-fid link used to be replaced by "the new file wins") and serve the
+//! attacker's bytes to whoever reads the victim by id.
+//!
+//! THE RULE: a create, mkdir, mknod or symlink is refused with EEXIST, and
+//! nothing is created, when its id is already in use on this server, that
+//! is when
+//!
+//! - it is the root's id, or
+//! - a per-fid link `.imca/fids/ab/<fid>` exists (a file, symlink or special
+//!   file that has a name, or the leftover of an interrupted unlink), or
+//! - a directory marker `.imca/fids/ab/<fid>.dir` exists (directories cannot
+//!   be hard-linked, so each gets an empty marker file, claimed with
+//!   `O_EXCL` before the directory is made and removed by rmdir), or
+//! - the fd cache holds the id (an unlinked file still open).
+//!
+//! An id that is not the shape gateways make (`FileId::from_random`: top bit
+//! set) is refused with EINVAL, so no client can name the root or the ids
+//! posix derives from inode numbers.
+//!
+//! Why stripe keeps working: on servers 1..S-1 the id server 0 decided is new
+//! (every gateway draws a fresh random id per create), so the create goes
+//! through. The cases where it is not new:
+//!
+//! - a non-exclusive create whose name already exists there (a racing
+//!   gateway, or a file both servers have): that name is opened as before,
+//!   whatever id the call carries — nothing new takes the id;
+//! - a create retried after stripe rolled a partial one back: the rollback
+//!   (unlink/rmdir) removed the link or marker, so the id is free again;
+//! - servers that disagree (a half-done rename left the id under another
+//!   name): EEXIST, and stripe rolls the create back instead of letting
+//!   the id point at two objects.
+//!
+//! A link names the same object again and never carries an id, so it cannot
+//! alias one; a file with no name left cannot be linked (ENOENT).
+
+use crate::sys::{self, err, raw};
+use crate::Posix;
+use std::io;
+use std::os::fd::RawFd;
+use xlator::{Attr, FileId};
+
+/// `.imca/fids/ab/<32 hex>` relative to the fids dir.
+pub(crate) fn fid_link(fid: FileId) -> String {
+    let h = fid.to_hex();
+    format!("{}/{}", &h[30..32], h)
+}
+
+/// A directory's marker, next to where a file's link would be.
+fn dir_marker(fid: FileId) -> String {
+    format!("{}.dir", fid_link(fid))
+}
+
+/// Whether `fid` looks like an id a gateway draws (see the module docs).
+pub(crate) fn is_client_id(fid: FileId) -> bool {
+    fid.0 >> 127 == 1
+}
+
+impl Posix {
+    /// EINVAL for an id no gateway makes, EEXIST for one in use here.
+    pub(crate) fn check_new_fid(&self, fid: FileId) -> io::Result<()> {
+        if !is_client_id(fid) {
+            return Err(err(libc::EINVAL));
+        }
+        if self.fid_in_use(fid)? {
+            tracing::debug!(%fid, "refused: a create names an id this server already holds");
+            return Err(err(libc::EEXIST));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn fid_in_use(&self, fid: FileId) -> io::Result<bool> {
+        if fid == FileId::ROOT || self.fds().contains(fid) {
+            return Ok(true);
+        }
+        Ok(self.fids_entry_exists(&fid_link(fid))? || self.fids_entry_exists(&dir_marker(fid))?)
+    }
+
+    fn fids_entry_exists(&self, name: &str) -> io::Result<bool> {
+        match sys::fstatat(raw(&self.fids), name) {
+            Ok(_) => Ok(true),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Take a directory's id: EEXIST when another directory took it first
+    /// (the atomic step that settles two racing mkdirs with one id).
+    pub(crate) fn claim_dir_fid(&self, fid: FileId) -> io::Result<()> {
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
+        sys::openat(raw(&self.fids), &dir_marker(fid), flags, 0o600).map(drop)
+    }
+
+    /// A directory is gone (or was never made): its id is free again.
+    pub(crate) fn free_dir_fid(&self, fid: FileId) {
+        match sys::unlinkat(raw(&self.fids), &dir_marker(fid), 0) {
+            Err(e) if e.raw_os_error() != Some(libc::ENOENT) => {
+                tracing::warn!(%fid, "cannot remove a directory's id marker: {e}");
+            }
+            _ => {}
+        }
+    }
+
+    /// Add the per-fid hard link of a new non-directory. EEXIST when the id
+    /// was taken meanwhile: the caller removes what it made (a link is never
+    /// replaced, whatever it points at).
+    pub(crate) fn link_fid(&self, fd: RawFd, fid: FileId) -> io::Result<()> {
+        sys::link_fd(fd, raw(&self.fids), &fid_link(fid))
+    }
+
+    /// Drop the per-fid link once only it is left (the file is gone).
+    pub(crate) fn unlink_fid_if_last(&self, fid: FileId) -> io::Result<Option<Attr>> {
+        let fd = match sys::openat(raw(&self.fids), &fid_link(fid), libc::O_PATH | libc::O_NOFOLLOW, 0) {
+            Ok(fd) => fd,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let st = sys::fstat(raw(&fd))?;
+        if st.st_nlink <= 1 {
+            sys::unlinkat(raw(&self.fids), &fid_link(fid), 0)?;
+            Ok(None)
+        } else {
+            Ok(Some(crate::attr_of(&st, fid, true)))
+        }
+    }
+}
