@@ -83,6 +83,18 @@ pub struct Args {
     /// covers before replying and repopulates them afterwards, off the reply path.
     #[arg(long, env = "IMCA_SMCACHE_THREADED", value_parser = clap::builder::FalseyValueParser::new())]
     pub threaded_cache_updates: bool,
+    /// Let clients create character and block device nodes in the export
+    /// (by default mknod of a device is refused with EPERM, like `nodev`).
+    #[arg(long)]
+    pub allow_devices: bool,
+    /// Keep set-user-id and set-group-id bits that clients set (by default
+    /// they are dropped on create, mkdir, mknod and chmod, like `nosuid`).
+    #[arg(long)]
+    pub allow_setid: bool,
+    /// New objects that a client creates as uid/gid 0 are owned by nobody
+    /// (65534), and a chown to uid/gid 0 is refused (NFS `root_squash`).
+    #[arg(long)]
+    pub root_squash: bool,
 }
 
 impl Args {
@@ -102,7 +114,15 @@ impl Args {
             transport: Default::default(),
             cache_deadline_ms: smcache::DEFAULT_DEADLINE.as_millis() as u64,
             threaded_cache_updates: false,
+            allow_devices: false,
+            allow_setid: false,
+            root_squash: false,
         }
+    }
+
+    /// What clients may put in the export (see `posix::ExportPolicy`).
+    pub fn export_policy(&self) -> posix::ExportPolicy {
+        posix::ExportPolicy { allow_devices: self.allow_devices, allow_setid: self.allow_setid, root_squash: self.root_squash }
     }
 }
 
@@ -140,9 +160,14 @@ impl Server {
 /// Open the export, bind the listeners, start serving, write the ready file.
 pub async fn start(args: Args) -> anyhow::Result<Server> {
     let export = args.export.clone();
+    let policy = args.export_policy();
     let posix_xl = Arc::new(posix::PosixTranslator::new(
-        posix::Posix::new(&export, args.fd_cache).with_context(|| format!("opening export {}", export.display()))?,
+        posix::Posix::with_policy(&export, args.fd_cache, policy)
+            .with_context(|| format!("opening export {}", export.display()))?,
     ));
+    if policy != posix::ExportPolicy::default() {
+        tracing::info!(?policy, "export policy");
+    }
     let volume = Arc::new(Volume::open(&posix_xl.posix().meta_path()).context("opening the volume config")?);
     if args.cache_nodes.is_some() || args.volume.is_some() || args.block_size.is_some() {
         // Held to the same options table as every other change (Volume::update validates).

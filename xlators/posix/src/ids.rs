@@ -90,11 +90,35 @@ impl Posix {
         }
     }
 
-    /// Take a directory's id: EEXIST when another directory took it first
-    /// (the atomic step that settles two racing mkdirs with one id).
+    /// Take a directory's id before the directory is made: EEXIST when
+    /// another object has it. Creating the marker with `O_EXCL` settles two
+    /// racing mkdirs; looking for a file's link after it settles a mkdir
+    /// racing a create (each side claims, then looks for the other's claim,
+    /// so at least one of them sees the other and backs off).
     pub(crate) fn claim_dir_fid(&self, fid: FileId) -> io::Result<()> {
         let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
-        sys::openat(raw(&self.fids), &dir_marker(fid), flags, 0o600).map(drop)
+        sys::openat(raw(&self.fids), &dir_marker(fid), flags, 0o600)?;
+        match self.fids_entry_exists(&fid_link(fid)) {
+            Ok(false) => Ok(()),
+            other => {
+                self.free_dir_fid(fid);
+                Err(other.err().unwrap_or_else(|| err(libc::EEXIST)))
+            }
+        }
+    }
+
+    /// Take a new non-directory's id: its per-fid link (EEXIST when the id
+    /// was taken meanwhile), then no directory may have claimed it either.
+    /// On error nothing of the claim is left; the caller removes the object.
+    pub(crate) fn claim_file_fid(&self, fd: RawFd, fid: FileId) -> io::Result<()> {
+        self.link_fid(fd, fid)?;
+        match self.fids_entry_exists(&dir_marker(fid)) {
+            Ok(false) => Ok(()),
+            other => {
+                let _ = sys::unlinkat(raw(&self.fids), &fid_link(fid), 0);
+                Err(other.err().unwrap_or_else(|| err(libc::EEXIST)))
+            }
+        }
     }
 
     /// A directory is gone (or was never made): its id is free again.
@@ -107,9 +131,8 @@ impl Posix {
         }
     }
 
-    /// Add the per-fid hard link of a new non-directory. EEXIST when the id
-    /// was taken meanwhile: the caller removes what it made (a link is never
-    /// replaced, whatever it points at).
+    /// Add the per-fid hard link of a non-directory. EEXIST when the id is
+    /// taken: a link is never replaced, whatever it points at.
     pub(crate) fn link_fid(&self, fd: RawFd, fid: FileId) -> io::Result<()> {
         sys::link_fd(fd, raw(&self.fids), &fid_link(fid))
     }

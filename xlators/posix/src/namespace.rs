@@ -176,7 +176,7 @@ impl Posix {
         let linked = match sys::setxattr(raw(&fd), xname, new.fid.to_hex().as_bytes(), 0) {
             Ok(()) => {
                 if kind != FileKind::Dir {
-                    self.link_fid(raw(&fd), new.fid)?;
+                    self.claim_file_fid(raw(&fd), new.fid)?;
                 }
                 kind != FileKind::Dir
             }
