@@ -103,32 +103,10 @@ async fn garbage_frames_drop_only_that_connection() {
     again.statfs(&root()).await.unwrap();
 }
 
-/// A 1 MiB tmpfs, mounted for the test and unmounted after.
-struct Tmpfs(std::path::PathBuf);
-
-impl Tmpfs {
-    fn mount(dir: &std::path::Path) -> Tmpfs {
-        std::fs::create_dir_all(dir).unwrap();
-        let st = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=1m,nr_inodes=1000", "imca-test"])
-            .arg(dir)
-            .status()
-            .expect("running mount(8)");
-        assert!(st.success(), "mounting a test tmpfs failed (this test needs root)");
-        Tmpfs(dir.to_path_buf())
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
-
 #[tokio::test]
 async fn full_disk_gives_enospc_and_corrupts_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let fs = Tmpfs::mount(&dir.path().join("small"));
+    let fs = Tmpfs::mount(&dir.path().join("small"), "1m");
     let server = storage_server::start(Args::new(&fs.0)).await.unwrap();
     let c = protocol_client::connect(&server.addr.to_string(), ClientOptions::default()).await.unwrap();
     let keep = nf("keep");

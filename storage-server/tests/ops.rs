@@ -61,7 +61,8 @@ async fn create_mkdir_and_exclusivity() {
 
 #[tokio::test]
 async fn setattr_chmod_chown_truncate_utimens() {
-    let e = env().await;
+    // Set-id bits are dropped by default (client_trust.rs): allowed here.
+    let e = env_with(|a| a.allow_setid = true).await;
     let c = &e.c;
     let f = nf("f");
     c.create(&root(), &f, 0).await.unwrap();

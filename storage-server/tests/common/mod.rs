@@ -18,13 +18,7 @@ pub struct Env {
 }
 
 pub async fn env() -> Env {
-    let dir = tempfile::tempdir().unwrap();
-    let export = dir.path().join("export");
-    std::fs::create_dir(&export).unwrap();
-    let server = storage_server::start(Args::new(&export)).await.unwrap();
-    let opts = ClientOptions { op_timeout: Duration::from_secs(20), ..Default::default() };
-    let c = protocol_client::connect(&server.addr.to_string(), opts).await.unwrap();
-    Env { _dir: dir, export, server, c }
+    env_with(|_| {}).await
 }
 
 static NEXT: AtomicU64 = AtomicU64::new(1);
@@ -48,4 +42,39 @@ pub fn at(path: &str, fid: FileId) -> Loc {
 
 pub fn path(p: &str) -> Loc {
     Loc::new(p, None)
+}
+
+/// A small tmpfs (`size`, e.g. "1m"), mounted for a test and unmounted after.
+pub struct Tmpfs(pub PathBuf);
+
+impl Tmpfs {
+    pub fn mount(dir: &std::path::Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(dir).unwrap();
+        let st = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size},nr_inodes=1000"), "imca-test"])
+            .arg(dir)
+            .status()
+            .expect("running mount(8)");
+        assert!(st.success(), "mounting a test tmpfs failed (this test needs root)");
+        Tmpfs(dir.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// A server over `export` started with `args` changed by `set`, and a client.
+pub async fn env_with(set: impl FnOnce(&mut Args)) -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("export");
+    std::fs::create_dir(&export).unwrap();
+    let mut args = Args::new(&export);
+    set(&mut args);
+    let server = storage_server::start(args).await.unwrap();
+    let opts = ClientOptions { op_timeout: Duration::from_secs(20), ..Default::default() };
+    let c = protocol_client::connect(&server.addr.to_string(), opts).await.unwrap();
+    Env { _dir: dir, export, server, c }
 }
