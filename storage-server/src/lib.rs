@@ -85,15 +85,15 @@ pub struct Args {
     pub threaded_cache_updates: bool,
     /// Let clients create character and block device nodes in the export
     /// (by default mknod of a device is refused with EPERM, like `nodev`).
-    #[arg(long)]
+    #[arg(long, env = "IMCA_ALLOW_DEVICES", value_parser = clap::builder::FalseyValueParser::new())]
     pub allow_devices: bool,
     /// Keep set-user-id and set-group-id bits that clients set (by default
     /// they are dropped on create, mkdir, mknod and chmod, like `nosuid`).
-    #[arg(long)]
+    #[arg(long, env = "IMCA_ALLOW_SETID", value_parser = clap::builder::FalseyValueParser::new())]
     pub allow_setid: bool,
     /// New objects that a client creates as uid/gid 0 are owned by nobody
     /// (65534), and a chown to uid/gid 0 is refused (NFS `root_squash`).
-    #[arg(long)]
+    #[arg(long, env = "IMCA_ROOT_SQUASH", value_parser = clap::builder::FalseyValueParser::new())]
     pub root_squash: bool,
 }
 
