@@ -20,6 +20,11 @@
 //!   `O_EXCL` before the directory is made and removed by rmdir), or
 //! - the fd cache holds the id (an unlinked file still open).
 //!
+//! The check and the claim (the link, or the marker made with `O_EXCL`)
+//! happen under a lock for that id (one of [`ID_LOCKS`], picked by the id),
+//! so of creates racing with one id exactly one makes an object; the
+//! atomic claim stays as the backstop.
+//!
 //! An id that is not the shape gateways make (`FileId::from_random`: top bit
 //! set) is refused with EINVAL, so no client can name the root or the ids
 //! posix derives from inode numbers.
@@ -44,7 +49,21 @@ use crate::sys::{self, err, raw};
 use crate::Posix;
 use std::io;
 use std::os::fd::RawFd;
+use std::sync::{Mutex, MutexGuard};
 use xlator::{Attr, FileId};
+
+/// How many locks the ids are spread over (creates with different ids
+/// almost never wait for each other).
+pub const ID_LOCKS: usize = 256;
+
+/// Locks held from "is this id free?" to "it is ours" during a create.
+pub(crate) struct IdLocks([Mutex<()>; ID_LOCKS]);
+
+impl Default for IdLocks {
+    fn default() -> Self {
+        IdLocks(std::array::from_fn(|_| Mutex::new(())))
+    }
+}
 
 /// `.imca/fids/ab/<32 hex>` relative to the fids dir.
 pub(crate) fn fid_link(fid: FileId) -> String {
@@ -63,6 +82,13 @@ pub(crate) fn is_client_id(fid: FileId) -> bool {
 }
 
 impl Posix {
+    /// Hold this while checking and claiming `fid` (a blocking-pool thread
+    /// holds it across the create's few syscalls).
+    pub(crate) fn lock_id(&self, fid: FileId) -> MutexGuard<'_, ()> {
+        let m = &self.id_locks.0[(fid.0 % ID_LOCKS as u128) as usize];
+        m.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// EINVAL for an id no gateway makes, EEXIST for one in use here.
     pub(crate) fn check_new_fid(&self, fid: FileId) -> io::Result<()> {
         if !is_client_id(fid) {
@@ -90,35 +116,11 @@ impl Posix {
         }
     }
 
-    /// Take a directory's id before the directory is made: EEXIST when
-    /// another object has it. Creating the marker with `O_EXCL` settles two
-    /// racing mkdirs; looking for a file's link after it settles a mkdir
-    /// racing a create (each side claims, then looks for the other's claim,
-    /// so at least one of them sees the other and backs off).
+    /// Take a directory's id before the directory is made (its marker,
+    /// made with `O_EXCL`: EEXIST if it is there).
     pub(crate) fn claim_dir_fid(&self, fid: FileId) -> io::Result<()> {
         let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
-        sys::openat(raw(&self.fids), &dir_marker(fid), flags, 0o600)?;
-        match self.fids_entry_exists(&fid_link(fid)) {
-            Ok(false) => Ok(()),
-            other => {
-                self.free_dir_fid(fid);
-                Err(other.err().unwrap_or_else(|| err(libc::EEXIST)))
-            }
-        }
-    }
-
-    /// Take a new non-directory's id: its per-fid link (EEXIST when the id
-    /// was taken meanwhile), then no directory may have claimed it either.
-    /// On error nothing of the claim is left; the caller removes the object.
-    pub(crate) fn claim_file_fid(&self, fd: RawFd, fid: FileId) -> io::Result<()> {
-        self.link_fid(fd, fid)?;
-        match self.fids_entry_exists(&dir_marker(fid)) {
-            Ok(false) => Ok(()),
-            other => {
-                let _ = sys::unlinkat(raw(&self.fids), &fid_link(fid), 0);
-                Err(other.err().unwrap_or_else(|| err(libc::EEXIST)))
-            }
-        }
+        sys::openat(raw(&self.fids), &dir_marker(fid), flags, 0o600).map(drop)
     }
 
     /// A directory is gone (or was never made): its id is free again.

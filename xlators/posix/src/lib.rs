@@ -75,6 +75,7 @@ pub struct Posix {
     fds: FdCache,
     root_user: bool,
     policy: ExportPolicy,
+    id_locks: ids::IdLocks,
     /// calls answered by the fast paths (see `fast`)
     fast_hits: std::sync::atomic::AtomicU64,
     /// `IMCA_POSIX_FAST=0` turns the fast paths off (to measure them)
@@ -113,7 +114,7 @@ impl Posix {
             Ok(()) => {}
             Err(e) => return Err(io::Error::new(e.kind(), format!("export {}: cannot store file ids in xattrs: {e}", export.display()))),
         }
-        Ok(Posix { export: export.to_path_buf(), root, fids, fds: FdCache::new(fd_cache), root_user: sys::euid_is_root(), policy, fast_hits: Default::default(),
+        Ok(Posix { export: export.to_path_buf(), root, fids, fds: FdCache::new(fd_cache), root_user: sys::euid_is_root(), policy, id_locks: Default::default(), fast_hits: Default::default(),
             fast: std::env::var("IMCA_POSIX_FAST").map_or(true, |v| v != "0") })
     }
 

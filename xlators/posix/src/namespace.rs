@@ -70,6 +70,7 @@ impl Posix {
         }
         let fmt = if fmt == 0 { libc::S_IFREG } else { fmt };
         self.policy().check_mknod(fmt)?;
+        let _id = self.lock_id(new.fid);
         self.check_new_fid(new.fid)?;
         sys::mknodat(raw(&dir.fd), &new.name, fmt | self.policy().perm(new.perm), rdev as u64)?;
         self.finish_create(&dir, new, None)
@@ -78,9 +79,9 @@ impl Posix {
     pub fn mkdir(&self, parent: &Loc, new: &NewFile) -> io::Result<Attr> {
         let dir = self.resolve_dir(parent)?;
         check_new_name(&dir, &new.name)?;
+        let _id = self.lock_id(new.fid);
         self.check_new_fid(new.fid)?;
-        // The marker is taken first: of two mkdirs racing with one id, one
-        // gets EEXIST before it makes anything.
+        // The marker is taken before the directory is made.
         self.claim_dir_fid(new.fid)?;
         let r = sys::mkdirat(raw(&dir.fd), &new.name, self.policy().perm(new.perm))
             .and_then(|()| self.finish_create(&dir, new, None));
@@ -94,6 +95,7 @@ impl Posix {
         let dir = self.resolve_dir(parent)?;
         check_new_name(&dir, &new.name)?;
         let exclusive = new.exclusive || flags & libc::O_EXCL != 0;
+        let _id = self.lock_id(new.fid);
         if let Err(e) = self.check_new_fid(new.fid) {
             // The id cannot go to a new file; an existing name is still
             // opened (the id in the call is then not used at all).
@@ -126,11 +128,16 @@ impl Posix {
             FileKind::Other => return Ok(self.attr(&o)),
             FileKind::File => {}
         }
-        let data = self.data_fd_of(&o)?;
         if flags & libc::O_TRUNC != 0 {
+            let data = self.data_fd_of(&o)?;
             sys::ftruncate(raw(&data), 0)?;
         }
-        self.fds().opened(o.fid);
+        // Counted only with its fd cached (a file this server cannot open
+        // is still answered, as before: its opens cannot keep it alive).
+        match self.data_fd_of(&o) {
+            Ok(_) => self.fds().opened(o.fid),
+            Err(e) => tracing::debug!("create of an existing file it cannot open: {e}"),
+        }
         self.restat(&mut o)
     }
 
@@ -143,6 +150,7 @@ impl Posix {
         if target.len() >= libc::PATH_MAX as usize {
             return Err(err(libc::ENAMETOOLONG));
         }
+        let _id = self.lock_id(new.fid);
         self.check_new_fid(new.fid)?;
         sys::symlinkat(target, raw(&dir.fd), &new.name)?;
         self.finish_create(&dir, new, None)
@@ -176,7 +184,7 @@ impl Posix {
         let linked = match sys::setxattr(raw(&fd), xname, new.fid.to_hex().as_bytes(), 0) {
             Ok(()) => {
                 if kind != FileKind::Dir {
-                    self.claim_file_fid(raw(&fd), new.fid)?;
+                    self.link_fid(raw(&fd), new.fid)?;
                 }
                 kind != FileKind::Dir
             }
