@@ -15,7 +15,8 @@
 //!   file id. Creating operations run on server 0 first (it serialises racing
 //!   gateways, and its answer decides the file id), then on the others in
 //!   parallel; when a later server fails, what was created is rolled back so a
-//!   retry starts from a clean slate.
+//!   retry starts from a clean slate (and a failed create's opens released,
+//!   or the servers would keep the removed file open).
 //! * Attributes: a file's are merged from every server ([`merge`]): size
 //!   max, blocks sum, times latest. Everything else (directories, symlinks,
 //!   listings, symlink targets, xattr reads) comes from server 0 alone: a
@@ -184,12 +185,25 @@ impl Translator for Stripe {
         let first = self.first().create(parent, new, flags).await?;
         let new_rest = NewFile { fid: first.fid, exclusive: false, ..new.clone() };
         let rest = self.on_rest(|s| s.create(parent, &new_rest, flags & !libc::O_EXCL)).await;
-        if new.exclusive || rest.iter().all(|r| r.is_ok()) {
-            return self.finish_create(parent, &new.name, false, first, rest).await;
+        // Each server where it succeeded counts the file as opened; a failed
+        // create gets no release from the gateway, so it is released here
+        // (else a rolled-back file would hold its space on those servers).
+        let opened: Vec<(&Next, FileId)> = std::iter::once((self.first(), first.fid))
+            .chain(self.rest().iter().zip(&rest).filter_map(|(s, r)| Some((s, r.as_ref().ok()?.fid))))
+            .collect();
+        let r = if new.exclusive || rest.iter().all(|r| r.is_ok()) {
+            self.finish_create(parent, &new.name, false, first.clone(), rest).await
+        } else {
+            // A non-exclusive create may have opened a file that existed
+            // before: never delete it, just report the failure.
+            Err(pick_error(rest.into_iter().filter_map(|r| r.err())))
+        };
+        if r.is_err() {
+            for (s, fid) in opened {
+                let _ = s.release(&Loc { path: parent.child(&new.name).path, fid: Some(fid) }).await;
+            }
         }
-        // A non-exclusive create may have opened a file that existed before:
-        // never delete it, just report the failure.
-        Err(pick_error(rest.into_iter().filter_map(|r| r.err())))
+        r
     }
 
     async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Attr> {
