@@ -72,4 +72,14 @@ pub trait RpcClient: Send + Sync + 'static {
 #[async_trait]
 pub trait RpcService: Send + Sync + 'static {
     async fn handle(&self, req: Message) -> Message;
+
+    /// The largest reply bulk `req` can produce, as far as the service can
+    /// tell cheaply (the size a read asks for). A server transport reserves
+    /// that much of the connection's memory budget before handling the
+    /// request, so pipelined large reads wait in the client's socket rather
+    /// than in server memory. The default, 0, suits small replies; a reply
+    /// larger than its hint is still sent.
+    fn reply_size_hint(&self, _req: &Message) -> usize {
+        0
+    }
 }

@@ -1,6 +1,6 @@
 //! The client end: one multiplexed connection, reconnected on demand.
 
-use super::frame::{self, hello, parse_hello};
+use super::frame::{self, read_hello, Hello, ReadEnd, HEADER_LEN, STATUS_BUSY, STATUS_OK};
 use super::{DEFAULT_MAX_FRAME, PROTOCOL_VERSION};
 use crate::{Message, RpcClient, TransportError};
 use async_trait::async_trait;
@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -20,7 +20,8 @@ pub struct TcpClientOptions {
     pub call_timeout: Duration,
     /// Bound on connect + handshake alone.
     pub connect_timeout: Duration,
-    /// Largest reply frame accepted; a bigger one drops the connection.
+    /// Largest reply frame accepted (announced in the hello); a bigger one
+    /// drops the connection.
     pub max_frame: usize,
     /// Calls queued for the writer before `call` waits (back-pressure).
     pub queue_depth: usize,
@@ -58,6 +59,10 @@ impl Pending {
         }
     }
 
+    fn is_empty(&self) -> bool {
+        self.0.lock().unwrap().as_ref().is_none_or(|m| m.is_empty())
+    }
+
     fn take(&self, id: u64) -> Option<Waiter> {
         self.0.lock().unwrap().as_mut().and_then(|m| m.remove(&id))
     }
@@ -72,13 +77,34 @@ impl Pending {
 }
 
 struct Conn {
-    tx: mpsc::Sender<(u64, Message)>,
+    tx: mpsc::Sender<(u64, Message, ())>,
     pending: Arc<Pending>,
     dead: Arc<AtomicBool>,
     /// frames received so far (to tell a silent peer from a slow call)
     rx_frames: Arc<AtomicU64>,
+    /// the largest request frame the server accepts (its hello)
+    peer_max_frame: usize,
+    /// stop using the connection once it has been quiet this long: half the
+    /// server's idle timeout, so a call never races the server's close
+    retire_after: Option<Duration>,
+    born: tokio::time::Instant,
+    /// ms after `born` of the last call sent or frame received
+    last_used: Arc<AtomicU64>,
     reader: JoinHandle<()>,
     writer: JoinHandle<()>,
+}
+
+impl Conn {
+    fn touch(&self) {
+        self.last_used.store(self.born.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// Quiet for longer than the server lets it be, with no call waiting.
+    fn retired(&self) -> bool {
+        let Some(after) = self.retire_after else { return false };
+        let used = Duration::from_millis(self.last_used.load(Ordering::Relaxed));
+        self.born.elapsed().saturating_sub(used) >= after && self.pending.is_empty()
+    }
 }
 
 impl Drop for Conn {
@@ -129,8 +155,11 @@ impl TcpClient {
     async fn connection(&self) -> Result<Arc<Conn>, TransportError> {
         let mut slot = self.slot.lock().await;
         if let Some(c) = slot.conn.as_ref() {
-            if !c.dead.load(Ordering::Acquire) {
+            if !c.dead.load(Ordering::Acquire) && !c.retired() {
                 return Ok(c.clone());
+            }
+            if c.retired() {
+                tracing::debug!(peer = %self.addr, "storage RPC connection quiet for half the server's idle timeout; opening a fresh one");
             }
         }
         slot.conn = None;
@@ -163,7 +192,7 @@ impl TcpClient {
 
     async fn open(&self) -> Result<Conn, TransportError> {
         let t = self.opts.connect_timeout;
-        let stream = tokio::time::timeout(t, handshake(&self.addr))
+        let (stream, theirs) = tokio::time::timeout(t, handshake(&self.addr, self.opts.max_frame))
             .await
             .map_err(|_| TransportError::Connect(format!("{}: connect/handshake timed out after {t:?}", self.addr)))??;
         let (rd, wr) = stream.into_split();
@@ -171,26 +200,35 @@ impl TcpClient {
         let pending = Arc::new(Pending(Mutex::new(Some(HashMap::new()))));
         let dead = Arc::new(AtomicBool::new(false));
         let rx_frames = Arc::new(AtomicU64::new(0));
+        let born = tokio::time::Instant::now();
+        let last_used = Arc::new(AtomicU64::new(0));
 
         let (p, d, peer, max) = (pending.clone(), dead.clone(), self.addr.clone(), self.opts.max_frame);
-        let lr = rx_frames.clone();
+        let (lr, lu) = (rx_frames.clone(), last_used.clone());
         let reader = tokio::spawn(async move {
             let mut frames = frame::FrameReader::new(rd, max);
-            let why = loop {
+            let end = loop {
                 match frames.next().await {
-                    Ok((id, msg)) => {
+                    Ok((id, msg, _)) => {
                         lr.fetch_add(1, Ordering::Relaxed);
+                        lu.store(born.elapsed().as_millis() as u64, Ordering::Relaxed);
                         // A reply for a call that already timed out is dropped.
                         if let Some(w) = p.take(id) {
                             let _ = w.send(Ok(msg));
                         }
                     }
-                    Err(why) => break why,
+                    Err(end) => break end,
                 }
             };
             d.store(true, Ordering::Release);
-            tracing::warn!(%peer, "storage RPC connection ended: {why}");
-            p.fail_all(&why);
+            if matches!(end, ReadEnd::Closed) && p.is_empty() {
+                // the server closing a quiet connection (idle timeout, or
+                // its slots were full): the next call opens a new one
+                tracing::debug!(%peer, "storage RPC connection closed by the server while quiet");
+            } else {
+                tracing::warn!(%peer, "storage RPC connection ended: {end}");
+            }
+            p.fail_all(&end.to_string());
         });
         let (p, d, peer) = (pending.clone(), dead.clone(), self.addr.clone());
         let writer = tokio::spawn(async move {
@@ -200,12 +238,32 @@ impl TcpClient {
                 p.fail_all(&format!("write failed: {e}"));
             }
         });
-        Ok(Conn { tx, pending, dead, rx_frames, reader, writer })
+        Ok(Conn {
+            tx,
+            pending,
+            dead,
+            rx_frames,
+            peer_max_frame: theirs.max_frame as usize,
+            // half: the server counts from when our last bytes arrived, we
+            // from when we sent them; the rest is margin for the network
+            retire_after: theirs.idle_timeout().map(|t| t / 2),
+            born,
+            last_used,
+            reader,
+            writer,
+        })
     }
 
     async fn call_inner(&self, req: Message, deadline: tokio::time::Instant) -> Result<Message, TransportError> {
         let t = self.opts.call_timeout;
         let conn = tokio::time::timeout_at(deadline, self.connection()).await.map_err(|_| TransportError::Timeout(t))??;
+        let size = req.head.len() + req.bulk.len();
+        if size > conn.peer_max_frame {
+            // refused here, alone: sending it would make the server drop
+            // the connection and every call on it
+            return Err(TransportError::TooLarge(size + HEADER_LEN));
+        }
+        conn.touch();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         if !conn.pending.insert(id, tx) {
@@ -214,7 +272,7 @@ impl TcpClient {
         // Forget the call if we are cancelled or time out, so the map stays small.
         let _guard = Forget(&conn.pending, id);
         let rx_before = conn.rx_frames.load(Ordering::Relaxed);
-        match tokio::time::timeout_at(deadline, conn.tx.send((id, req))).await {
+        match tokio::time::timeout_at(deadline, conn.tx.send((id, req, ()))).await {
             Err(_) => return Err(TransportError::Timeout(t)),
             Ok(Err(_)) => return Err(TransportError::Disconnected(format!("{}: connection closed", self.addr))),
             Ok(Ok(())) => {}
@@ -244,21 +302,24 @@ impl Drop for Forget<'_> {
     }
 }
 
-async fn handshake(addr: &str) -> Result<TcpStream, TransportError> {
+async fn handshake(addr: &str, max_frame: usize) -> Result<(TcpStream, Hello), TransportError> {
     let mut s = TcpStream::connect(addr).await.map_err(|e| TransportError::Connect(format!("{addr}: {e}")))?;
     s.set_nodelay(true)?;
-    s.write_all(&hello(0)).await?;
-    let mut h = [0u8; 8];
-    s.read_exact(&mut h)
+    s.write_all(&Hello::ours(max_frame, None).wire()).await?;
+    let theirs = read_hello(&mut s)
         .await
-        .map_err(|e| TransportError::Connect(format!("{addr}: handshake: {e}")))?;
-    let (version, status) = parse_hello(&h).map_err(|e| TransportError::Protocol(format!("{addr}: {e}")))?;
-    if status != 0 || version != PROTOCOL_VERSION {
+        .map_err(|e| TransportError::Connect(format!("{addr}: handshake: {e}")))?
+        .map_err(|e| TransportError::Protocol(format!("{addr}: {e}")))?;
+    if theirs.status == STATUS_BUSY {
+        return Err(TransportError::Connect(format!("{addr}: server busy: every connection slot is taken")));
+    }
+    if theirs.status != STATUS_OK || theirs.version != PROTOCOL_VERSION {
         return Err(TransportError::Protocol(format!(
-            "{addr}: protocol version mismatch: we speak {PROTOCOL_VERSION}, the server speaks {version}"
+            "{addr}: protocol version mismatch: we speak {PROTOCOL_VERSION}, the server speaks {}",
+            theirs.version
         )));
     }
-    Ok(s)
+    Ok((s, theirs))
 }
 
 #[async_trait]

@@ -1,8 +1,13 @@
-//! Frame layout, parsing (no I/O) and the shared read/write loops.
+//! Frame layout, the hello, parsing (no I/O) and the shared read/write loops.
 
+use super::activity::Activity;
+use super::budget::{Budget, Reservation};
 use super::{MAGIC, PROTOCOL_VERSION};
 use crate::Message;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc;
 
@@ -23,20 +28,15 @@ pub enum Decoded {
 /// Parse one frame from the front of `buf`, splitting it off on success. The
 /// head and bulk are slices of the same frozen buffer (no copies).
 pub fn decode(buf: &mut BytesMut, max_frame: usize) -> Decoded {
-    if buf.len() < 4 {
-        return Decoded::Incomplete(4);
+    let total = match peek_len(buf, max_frame) {
+        Ok(Some(t)) => t,
+        Ok(None) => return Decoded::Incomplete(4),
+        Err(why) => return Decoded::Invalid(why),
+    };
+    if buf.len() < total {
+        return Decoded::Incomplete(total);
     }
-    let len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
-    if len < LEN_OVERHEAD {
-        return Decoded::Invalid(format!("frame length {len} shorter than its header"));
-    }
-    if len - LEN_OVERHEAD > max_frame {
-        return Decoded::Invalid(format!("frame length {len} exceeds the limit of {max_frame}"));
-    }
-    if buf.len() < 4 + len {
-        return Decoded::Incomplete(4 + len);
-    }
-    let mut frame = buf.split_to(4 + len).freeze();
+    let mut frame = buf.split_to(total).freeze();
     frame.advance(4);
     let id = frame.get_u64_le();
     let head_len = frame.get_u32_le() as usize;
@@ -58,71 +58,227 @@ pub fn encode_header(id: u64, msg: &Message) -> [u8; HEADER_LEN] {
     h
 }
 
-/// The 8-byte hello: magic, version, and a status (0 = ok).
-pub fn hello(status: u16) -> [u8; 8] {
-    let mut h = [0u8; 8];
-    h[..4].copy_from_slice(&MAGIC);
-    h[4..6].copy_from_slice(&PROTOCOL_VERSION.to_le_bytes());
-    h[6..8].copy_from_slice(&status.to_le_bytes());
-    h
+/// A hello's length (version 3 on).
+pub const HELLO_LEN: usize = 16;
+/// What every version's hello starts with, and all a refusal carries:
+/// magic, version, status.
+pub const HELLO_PREFIX: usize = 8;
+pub const STATUS_OK: u16 = 0;
+/// The peer speaks another protocol version.
+pub const STATUS_VERSION: u16 = 1;
+/// Every connection slot is busy.
+pub const STATUS_BUSY: u16 = 2;
+
+/// One side's hello: who it is and what it accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hello {
+    pub version: u16,
+    pub status: u16,
+    /// the largest frame (head + bulk) the sender accepts
+    pub max_frame: u32,
+    /// a server closes a quiet connection after this long (0 = never)
+    pub idle_timeout_ms: u32,
 }
 
-/// Parse a peer's hello into (version, status), or say why it is not one.
-pub fn parse_hello(h: &[u8; 8]) -> Result<(u16, u16), String> {
+impl Hello {
+    /// Our hello, offering these limits.
+    pub fn ours(max_frame: usize, idle_timeout: Option<Duration>) -> Hello {
+        Hello {
+            version: PROTOCOL_VERSION,
+            status: STATUS_OK,
+            max_frame: max_frame.min(u32::MAX as usize) as u32,
+            idle_timeout_ms: idle_timeout.map_or(0, |t| t.as_millis().clamp(1, u32::MAX as u128) as u32),
+        }
+    }
+
+    /// A refusal (sent as its first [`HELLO_PREFIX`] bytes only, which any
+    /// version reads).
+    pub fn refusal(status: u16) -> Hello {
+        Hello { status, ..Hello::ours(0, None) }
+    }
+
+    pub fn encode(&self) -> [u8; HELLO_LEN] {
+        let mut h = [0u8; HELLO_LEN];
+        h[..4].copy_from_slice(&MAGIC);
+        h[4..6].copy_from_slice(&self.version.to_le_bytes());
+        h[6..8].copy_from_slice(&self.status.to_le_bytes());
+        h[8..12].copy_from_slice(&self.max_frame.to_le_bytes());
+        h[12..16].copy_from_slice(&self.idle_timeout_ms.to_le_bytes());
+        h
+    }
+
+    /// The bytes to send: a whole hello, or the prefix of a refusal.
+    pub fn wire(&self) -> Vec<u8> {
+        let n = if self.status == STATUS_OK { HELLO_LEN } else { HELLO_PREFIX };
+        self.encode()[..n].to_vec()
+    }
+
+    /// The idle timeout the peer announced, if any.
+    pub fn idle_timeout(&self) -> Option<Duration> {
+        (self.idle_timeout_ms > 0).then(|| Duration::from_millis(self.idle_timeout_ms as u64))
+    }
+}
+
+/// Read a peer's hello: the prefix, and the limits when it is an accepting
+/// hello of our version (anything else is all a peer sends, so reading on
+/// would wait for bytes that never come).
+pub async fn read_hello<R: AsyncRead + Unpin>(rd: &mut R) -> std::io::Result<Result<Hello, String>> {
+    let mut h = [0u8; HELLO_LEN];
+    rd.read_exact(&mut h[..HELLO_PREFIX]).await?;
     if h[..4] != MAGIC {
-        return Err(format!("bad magic {:02x?} (not an IMCa storage RPC peer)", &h[..4]));
+        return Ok(Err(format!("bad magic {:02x?} (not an IMCa storage RPC peer)", &h[..4])));
     }
-    Ok((u16::from_le_bytes([h[4], h[5]]), u16::from_le_bytes([h[6], h[7]])))
+    let word = |i: usize| u16::from_le_bytes([h[i], h[i + 1]]);
+    let (version, status) = (word(4), word(6));
+    if version == PROTOCOL_VERSION && status == STATUS_OK {
+        rd.read_exact(&mut h[HELLO_PREFIX..]).await?;
+    }
+    let long = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+    Ok(Ok(Hello { version, status, max_frame: long(8), idle_timeout_ms: long(12) }))
 }
 
-/// Reads frames from a stream into one growing buffer; each frame's head
-/// and bulk are slices of that buffer (no copy after the socket read).
-pub struct FrameReader<R> {
-    rd: R,
-    buf: BytesMut,
-    max_frame: usize,
+/// How a frame stream ended.
+#[derive(Debug)]
+pub enum ReadEnd {
+    /// closed by the peer between frames
+    Closed,
+    /// closed by the peer with this many bytes of a frame pending
+    MidFrame(usize),
+    Invalid(String),
+    Io(std::io::Error),
 }
 
-impl<R: AsyncRead + Unpin> FrameReader<R> {
-    pub fn new(rd: R, max_frame: usize) -> Self {
-        FrameReader { rd, buf: BytesMut::with_capacity(64 * 1024), max_frame }
-    }
-
-    /// The next frame; `Err(reason)` when the stream ended or broke (a clean
-    /// close between frames reads "closed by peer").
-    pub async fn next(&mut self) -> Result<(u64, Message), String> {
-        loop {
-            match decode(&mut self.buf, self.max_frame) {
-                Decoded::Complete(id, msg) => return Ok((id, msg)),
-                Decoded::Invalid(why) => return Err(format!("invalid frame: {why}")),
-                Decoded::Incomplete(need) => {
-                    // Reserve the whole frame at once so a large bulk arrives
-                    // in one allocation; keep a floor so small frames batch.
-                    let want = need.saturating_sub(self.buf.len()).max(64 * 1024);
-                    self.buf.reserve(want);
-                }
-            }
-            match self.rd.read_buf(&mut self.buf).await {
-                Ok(0) if self.buf.is_empty() => return Err("closed by peer".into()),
-                Ok(0) => return Err(format!("closed by peer mid-frame ({} bytes pending)", self.buf.len())),
-                Ok(_) => {}
-                Err(e) => return Err(format!("read error: {e}")),
-            }
+impl std::fmt::Display for ReadEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadEnd::Closed => write!(f, "closed by peer"),
+            ReadEnd::MidFrame(n) => write!(f, "closed by peer mid-frame ({n} bytes pending)"),
+            ReadEnd::Invalid(why) => write!(f, "invalid frame: {why}"),
+            ReadEnd::Io(e) => write!(f, "read error: {e}"),
         }
     }
 }
 
+/// Frames up to this size are read into one reused buffer and copied out;
+/// a larger one gets a buffer of exactly its size, which becomes its bulk
+/// (no copy after the socket read).
+const FLOOR: usize = 64 * 1024;
+/// Read at least this much at once while collecting small frames.
+const MIN_READ: usize = 4 * 1024;
+
+/// Reads frames from a stream. With a budget (the server), each frame's
+/// bytes are reserved as soon as its header shows its length, before the
+/// rest of it is read, and handed out with the frame.
+pub struct FrameReader<R> {
+    rd: R,
+    buf: BytesMut,
+    max_frame: usize,
+    budget: Option<(Budget, Arc<Activity>)>,
+    /// the reservation for the frame at the front of `buf`
+    held: Option<Reservation>,
+}
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    pub fn new(rd: R, max_frame: usize) -> Self {
+        FrameReader { rd, buf: BytesMut::with_capacity(FLOOR), max_frame, budget: None, held: None }
+    }
+
+    pub(super) fn budgeted(rd: R, max_frame: usize, budget: Budget, act: Arc<Activity>) -> Self {
+        FrameReader { budget: Some((budget, act)), ..FrameReader::new(rd, max_frame) }
+    }
+
+    /// The next frame and the bytes reserved for it. Cancel-safe: nothing
+    /// read or reserved is lost when the future is dropped.
+    pub async fn next(&mut self) -> Result<(u64, Message, Reservation), ReadEnd> {
+        loop {
+            let total = peek_len(&self.buf, self.max_frame).map_err(ReadEnd::Invalid)?;
+            if let (Some(total), None, Some((budget, act))) = (total, &self.held, &self.budget) {
+                let _waiting = act.waiting_for_budget();
+                self.held = Some(budget.reserve(total).await);
+            }
+            match total {
+                Some(total) if self.buf.len() >= total => {
+                    let mut frame = if total <= FLOOR {
+                        let f = BytesMut::from(&self.buf[..total]);
+                        self.buf.advance(total);
+                        f
+                    } else {
+                        self.buf.split_to(total)
+                    };
+                    self.set_partial();
+                    let held = self.held.take().unwrap_or_default();
+                    return match decode(&mut frame, self.max_frame) {
+                        Decoded::Complete(id, msg) => Ok((id, msg, held)),
+                        Decoded::Invalid(why) => Err(ReadEnd::Invalid(why)),
+                        Decoded::Incomplete(_) => unreachable!("the whole frame is buffered"),
+                    };
+                }
+                Some(total) if total > FLOOR => {
+                    if self.buf.capacity() < total {
+                        // exactly the frame's size, so what is reserved is what is allocated
+                        let mut exact = BytesMut::with_capacity(total);
+                        exact.extend_from_slice(&self.buf);
+                        self.buf = exact;
+                    }
+                }
+                _ => {
+                    if self.buf.capacity() - self.buf.len() < MIN_READ {
+                        self.buf.reserve(FLOOR);
+                    }
+                }
+            }
+            match self.rd.read_buf(&mut self.buf).await {
+                Ok(0) if self.buf.is_empty() => return Err(ReadEnd::Closed),
+                Ok(0) => return Err(ReadEnd::MidFrame(self.buf.len())),
+                Ok(_) => {
+                    if let Some((_, act)) = &self.budget {
+                        act.received();
+                    }
+                    self.set_partial();
+                }
+                Err(e) => return Err(ReadEnd::Io(e)),
+            }
+        }
+    }
+
+    fn set_partial(&self) {
+        if let Some((_, act)) = &self.budget {
+            act.partial.store(!self.buf.is_empty(), Relaxed);
+        }
+    }
+}
+
+/// The whole length of the frame at the front of `buf` (with its length
+/// field), once its length field is there; an error if it cannot be valid.
+fn peek_len(buf: &[u8], max_frame: usize) -> Result<Option<usize>, String> {
+    if buf.len() < 4 {
+        return Ok(None);
+    }
+    let len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+    if len < LEN_OVERHEAD {
+        return Err(format!("frame length {len} shorter than its header"));
+    }
+    if len - LEN_OVERHEAD > max_frame {
+        return Err(format!("frame length {len} exceeds the limit of {max_frame}"));
+    }
+    Ok(Some(4 + len))
+}
+
 /// Write queued frames, flushing only when the queue is momentarily empty, so
-/// bursts share syscalls. Ends when every sender is gone or on a write error.
-pub async fn write_frames<W>(wr: W, mut rx: mpsc::Receiver<(u64, Message)>) -> std::io::Result<()>
+/// bursts share syscalls. Each frame's `H` (what it holds: budget, slots) is
+/// dropped once the frame is handed to the socket. Ends when every sender is
+/// gone or on a write error.
+pub async fn write_frames<W, H>(wr: W, mut rx: mpsc::Receiver<(u64, Message, H)>) -> std::io::Result<()>
 where
     W: AsyncWrite + Unpin,
 {
     let mut wr = BufWriter::with_capacity(256 * 1024, wr);
-    while let Some((id, msg)) = rx.recv().await {
+    while let Some((id, msg, held)) = rx.recv().await {
         write_one(&mut wr, id, &msg).await?;
-        while let Ok((id, msg)) = rx.try_recv() {
+        drop((msg, held));
+        while let Ok((id, msg, held)) = rx.try_recv() {
             write_one(&mut wr, id, &msg).await?;
+            drop((msg, held));
         }
         wr.flush().await?;
     }

@@ -1,39 +1,148 @@
-//! The server end: a bounded accept loop (mini-redis style) handing each
-//! request to the [`RpcService`] in its own task.
+//! The server end: the accept loop, the hello, and the slots.
+//!
+//! ```text
+//!  accept ─> handshake slot (max_handshakes, oldest dropped when full; deadline handshake_timeout)
+//!              │ client hello ok
+//!              ├─ connection slot free ─────────────────────────────> hello ok ─> conn::serve
+//!              ├─ all taken: close the longest-quiet idle connection ─> hello ok ─> conn::serve
+//!              └─ all taken and busy ───────────────────────────────> status "busy", closed
+//! ```
+//!
+//! Sockets that have not finished the hello never hold a connection slot,
+//! so a crowd of silent or half-hello sockets cannot lock gateways out: at
+//! most `max_handshakes` of them exist, each for at most the deadline, and a
+//! newcomer pushes out the oldest. Established connections are swept every
+//! quarter idle timeout ([`sweep`]): closed when idle, or when a frame or a
+//! reply has stopped moving (the peer stopped sending mid-frame, or stopped
+//! reading its replies) — which also gives back the memory they held.
 
-use super::frame::{self, hello, parse_hello};
-use super::{DEFAULT_MAX_FRAME, PROTOCOL_VERSION};
-use crate::{Message, RpcService};
+use super::activity::Activity;
+use super::budget::Pool;
+use super::conn::{self, Established};
+use super::frame::{read_hello, Hello, STATUS_BUSY, STATUS_VERSION};
+use super::stats::{Close, ServerStats};
+use super::*;
+use crate::RpcService;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch, Semaphore};
-use tokio::task::JoinSet;
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::task::{AbortHandle, JoinSet};
+use tokio::time::Instant;
 
 #[derive(Clone, Debug)]
 pub struct ServerOptions {
-    /// Connections beyond this wait in the listen backlog.
+    /// Established connections served at once. Sockets still on their
+    /// hello do not count (see `max_handshakes`).
     pub max_connections: usize,
-    /// Largest request frame accepted; a bigger one drops the connection.
+    /// Sockets working on their hello at once; when full, the oldest is
+    /// closed to make room.
+    pub max_handshakes: usize,
+    /// Largest request frame (head + bulk) accepted, announced in the
+    /// hello; a bigger one drops the connection.
     pub max_frame: usize,
-    /// Requests of one connection being served at once (back-pressure on a
-    /// client that pipelines without bound).
+    /// Requests of one connection received and not yet answered (the
+    /// reply written) at once.
     pub max_in_flight: usize,
-    /// A client that does not complete the hello within this is dropped.
+    /// A socket that does not complete the hello within this is closed.
     pub handshake_timeout: Duration,
+    /// A connection with nothing in flight that sends nothing for this long
+    /// is closed, and so is one whose frame or replies stop moving for this
+    /// long. `None`: never (and no stall detection either).
+    pub idle_timeout: Option<Duration>,
+    /// When every connection slot is taken, a connection with nothing in
+    /// flight that has been quiet at least this long may be closed to let a
+    /// new client in.
+    pub evict_after: Duration,
+    /// Bytes one connection may hold: request frames being received or
+    /// served, replies not yet written.
+    pub conn_memory: usize,
+    /// Bytes all connections may hold together.
+    pub memory: usize,
+    /// Counters; keep a clone to read them.
+    pub stats: Arc<ServerStats>,
 }
 
 impl Default for ServerOptions {
     fn default() -> Self {
         ServerOptions {
-            max_connections: 1024,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_handshakes: DEFAULT_MAX_HANDSHAKES,
             max_frame: DEFAULT_MAX_FRAME,
             max_in_flight: 256,
-            handshake_timeout: Duration::from_secs(10),
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
+            evict_after: Duration::from_secs(1),
+            conn_memory: DEFAULT_CONN_MEMORY,
+            memory: DEFAULT_SERVER_MEMORY,
+            stats: Arc::default(),
         }
+    }
+}
+
+/// How long a newcomer waits for a slot when all are taken: for the one of
+/// the connection it evicted, or one that is closing anyway.
+const SLOT_WAIT: Duration = Duration::from_secs(1);
+
+/// What every task of one server shares.
+pub(super) struct Shared {
+    pub opts: ServerOptions,
+    pub svc: Arc<dyn RpcService>,
+    pub pool: Arc<Pool>,
+    slots: Arc<Semaphore>,
+    conns: Mutex<HashMap<u64, Arc<Activity>>>,
+    next_conn: AtomicU64,
+}
+
+impl Shared {
+    pub fn stats(&self) -> &ServerStats {
+        &self.opts.stats
+    }
+
+    /// List an established connection (for the sweeper and eviction) until
+    /// the guard drops.
+    pub fn register(self: &Arc<Self>, act: Arc<Activity>) -> Registered {
+        let id = self.next_conn.fetch_add(1, Relaxed);
+        self.conns.lock().unwrap().insert(id, act);
+        self.stats().connections.fetch_add(1, Relaxed);
+        Registered(self.clone(), id)
+    }
+
+    /// A connection slot: a free one, or the one of the longest-quiet idle
+    /// connection, which is closed for it, or one that frees up within
+    /// [`SLOT_WAIT`]. `None`: every slot is busy.
+    async fn take_slot(&self) -> Option<OwnedSemaphorePermit> {
+        if let Ok(p) = self.slots.clone().try_acquire_owned() {
+            return Some(p);
+        }
+        self.evict_one();
+        let p = tokio::time::timeout(SLOT_WAIT, self.slots.clone().acquire_owned()).await;
+        p.ok().map(|p| p.expect("slots are never closed"))
+    }
+
+    fn evict_one(&self) -> Option<()> {
+        let now = Instant::now();
+        let conns = self.conns.lock().unwrap();
+        let quiet = |a: &Arc<Activity>| a.quiet_rx(now);
+        let victim = conns
+            .values()
+            .filter(|a| a.closing().is_none() && a.is_idle() && quiet(a) >= self.opts.evict_after)
+            .max_by_key(|a| quiet(a))?;
+        victim.close(Close::Evicted).then_some(())
+    }
+}
+
+pub(super) struct Registered(Arc<Shared>, u64);
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.0.conns.lock().unwrap().remove(&self.1);
+        self.0.stats().connections.fetch_sub(1, Relaxed);
     }
 }
 
@@ -45,107 +154,150 @@ pub async fn serve(
     opts: ServerOptions,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let limit = Arc::new(Semaphore::new(opts.max_connections));
+    let shared = Arc::new(Shared {
+        pool: Pool::new(opts.memory, opts.stats.clone()),
+        slots: Arc::new(Semaphore::new(opts.max_connections.max(1))),
+        conns: Mutex::default(),
+        next_conn: AtomicU64::new(0),
+        svc: service,
+        opts,
+    });
+    let sweeper = shared.opts.idle_timeout.map(|t| tokio::spawn(sweep(shared.clone(), t)));
     let (stop_tx, stop_rx) = watch::channel(false);
+    let mut handshakes = JoinSet::new();
+    let mut oldest_first: VecDeque<AbortHandle> = VecDeque::new();
     let mut conns = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
-        let permit = tokio::select! {
-            _ = &mut shutdown => break,
-            p = limit.clone().acquire_owned() => p.expect("semaphore never closed"),
-        };
-        let (stream, peer) = tokio::select! {
+        tokio::select! {
             _ = &mut shutdown => break,
             r = listener.accept() => match r {
-                Ok(x) => x,
+                Ok((stream, peer)) => {
+                    oldest_first.retain(|h| !h.is_finished());
+                    if oldest_first.len() >= shared.opts.max_handshakes.max(1) {
+                        if let Some(h) = oldest_first.pop_front() {
+                            h.abort();
+                            shared.stats().count(Close::HandshakeEvicted);
+                        }
+                    }
+                    oldest_first.push_back(handshakes.spawn(handshake(stream, peer, shared.clone())));
+                }
                 Err(e) => {
                     // EMFILE and friends: back off briefly rather than spin.
                     tracing::warn!("accept failed: {e}");
                     tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
                 }
             },
-        };
-        let (svc, opts, stop) = (service.clone(), opts.clone(), stop_rx.clone());
-        conns.spawn(async move {
-            serve_conn(stream, peer, svc, opts, stop).await;
-            drop(permit);
-        });
+            Some(done) = handshakes.join_next() => {
+                if let Ok(Some(est)) = done {
+                    conns.spawn(conn::serve(est, shared.clone(), stop_rx.clone()));
+                }
+            }
+        }
         // Reap finished connections so the set does not grow without bound.
         while conns.try_join_next().is_some() {}
     }
     drop(listener);
+    handshakes.shutdown().await;
     let _ = stop_tx.send(true);
     while conns.join_next().await.is_some() {}
+    if let Some(s) = sweeper {
+        s.abort();
+    }
     Ok(())
 }
 
-async fn serve_conn(
-    mut stream: TcpStream,
-    peer: SocketAddr,
-    svc: Arc<dyn RpcService>,
-    opts: ServerOptions,
-    mut stop: watch::Receiver<bool>,
-) {
-    let _ = stream.set_nodelay(true);
-    match tokio::time::timeout(opts.handshake_timeout, accept_hello(&mut stream)).await {
-        Ok(Ok(())) => {}
-        Ok(Err(why)) => {
-            tracing::warn!(%peer, "storage RPC handshake refused: {why}");
-            return;
+/// Hello within the deadline, or the socket is closed. Holds a handshake
+/// slot (counted in `handshakes`) until it returns or is aborted.
+async fn handshake(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) -> Option<Established> {
+    let stats = &shared.opts.stats;
+    stats.handshakes.fetch_add(1, Relaxed);
+    struct Leave<'a>(&'a ServerStats);
+    impl Drop for Leave<'_> {
+        fn drop(&mut self) {
+            self.0.handshakes.fetch_sub(1, Relaxed);
+        }
+    }
+    let _leave = Leave(stats);
+    match tokio::time::timeout(shared.opts.handshake_timeout, hello(&mut stream, &shared)).await {
+        Ok(Ok((hello, slot))) => Some(Established { stream, peer, hello, slot }),
+        Ok(Err((why, detail))) => {
+            stats.count(why);
+            match why {
+                Close::Peer => tracing::debug!(%peer, "storage RPC handshake: {detail}"),
+                _ => tracing::warn!(%peer, "storage RPC handshake refused: {detail}"),
+            }
+            None
         }
         Err(_) => {
-            tracing::warn!(%peer, "storage RPC handshake timed out");
-            return;
+            stats.count(Close::HandshakeTimeout);
+            tracing::debug!(%peer, "storage RPC handshake timed out");
+            None
         }
     }
-    let (rd, wr) = stream.into_split();
-    let (tx, rx) = mpsc::channel::<(u64, Message)>(opts.max_in_flight);
-    let writer = tokio::spawn(frame::write_frames(wr, rx));
-    let in_flight = Arc::new(Semaphore::new(opts.max_in_flight));
-    let mut tasks = JoinSet::new();
-
-    let mut frames = frame::FrameReader::new(rd, opts.max_frame);
-    let why = loop {
-        // Take a slot before reading on: a client that pipelines without
-        // bound waits in its socket buffer, not in our memory.
-        let permit = tokio::select! {
-            p = in_flight.clone().acquire_owned() => p.expect("semaphore never closed"),
-            _ = stop.wait_for(|s| *s) => break "server shutting down".to_string(),
-        };
-        let (id, msg) = tokio::select! {
-            r = frames.next() => match r {
-                Ok(f) => f,
-                Err(why) => break why,
-            },
-            _ = stop.wait_for(|s| *s) => break "server shutting down".to_string(),
-        };
-        let (svc, tx) = (svc.clone(), tx.clone());
-        tasks.spawn(async move {
-            let reply = svc.handle(msg).await;
-            let _ = tx.send((id, reply)).await;
-            drop(permit);
-        });
-        while tasks.try_join_next().is_some() {}
-    };
-    if why.starts_with("invalid") || why.contains("mid-frame") || why.starts_with("read error") {
-        tracing::warn!(%peer, "dropping storage RPC connection: {why}");
-    } else {
-        tracing::debug!(%peer, "storage RPC connection ended: {why}");
-    }
-    // Finish what was accepted, then let the writer flush and close.
-    while tasks.join_next().await.is_some() {}
-    drop(tx);
-    let _ = writer.await;
 }
 
-async fn accept_hello(s: &mut TcpStream) -> Result<(), String> {
-    let mut h = [0u8; 8];
-    s.read_exact(&mut h).await.map_err(|e| format!("reading hello: {e}"))?;
-    let (version, _) = parse_hello(&h)?;
-    if version != PROTOCOL_VERSION {
-        let _ = s.write_all(&hello(1)).await;
-        return Err(format!("client speaks protocol version {version}, this server speaks {PROTOCOL_VERSION}"));
+async fn hello(s: &mut TcpStream, shared: &Shared) -> Result<(Hello, OwnedSemaphorePermit), (Close, String)> {
+    let _ = s.set_nodelay(true);
+    let theirs = match read_hello(s).await {
+        Ok(Ok(h)) => h,
+        Ok(Err(why)) => return Err((Close::HandshakeRefused, why)),
+        Err(e) => return Err((Close::Peer, format!("closed before the hello: {e}"))),
+    };
+    if theirs.version != PROTOCOL_VERSION {
+        refuse(s, STATUS_VERSION).await;
+        let v = theirs.version;
+        return Err((Close::HandshakeRefused, format!("client speaks protocol version {v}, this server speaks {PROTOCOL_VERSION}")));
     }
-    s.write_all(&hello(0)).await.map_err(|e| format!("writing hello: {e}"))
+    let Some(slot) = shared.take_slot().await else {
+        refuse(s, STATUS_BUSY).await;
+        let n = shared.opts.max_connections;
+        return Err((Close::Busy, format!("all {n} connection slots are busy (imca storage --max-connections)")));
+    };
+    let ours = Hello::ours(shared.opts.max_frame, shared.opts.idle_timeout);
+    s.write_all(&ours.wire()).await.map_err(|e| (Close::Peer, format!("writing hello: {e}")))?;
+    Ok((theirs, slot))
+}
+
+/// Say no in a way every version reads: the refusal, then our end closed,
+/// and what the client already sent read (closing on unread bytes would
+/// reset the connection, and the client might lose the refusal).
+async fn refuse(s: &mut TcpStream, status: u16) {
+    let _ = s.write_all(&Hello::refusal(status).wire()).await;
+    let _ = s.shutdown().await;
+    let mut sink = [0u8; 1024];
+    let _ = tokio::time::timeout(Duration::from_millis(200), s.read(&mut sink)).await;
+}
+
+/// Close what is idle or stalled, every quarter of the idle timeout.
+async fn sweep(shared: Arc<Shared>, idle: Duration) {
+    let mut tick = tokio::time::interval((idle / 4).clamp(Duration::from_millis(5), Duration::from_secs(1)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let now = Instant::now();
+        for a in shared.conns.lock().unwrap().values() {
+            if let Some(why) = verdict(a, now, idle) {
+                a.close(why);
+            }
+        }
+    }
+}
+
+/// Whether one connection should close now, and why.
+fn verdict(a: &Activity, now: Instant, idle: Duration) -> Option<Close> {
+    if a.closing().is_some() {
+        return None;
+    }
+    if a.unsent.load(Relaxed) > 0 {
+        // replies wait for the peer to read them
+        return (a.quiet_tx(now) >= idle).then_some(Close::Stalled);
+    }
+    if a.in_flight.load(Relaxed) > 0 || a.waiting.load(Relaxed) {
+        return None; // the service, or our budget, is what it waits for
+    }
+    if a.quiet_rx(now) < idle {
+        return None;
+    }
+    Some(if a.partial.load(Relaxed) { Close::Stalled } else { Close::Idle })
 }

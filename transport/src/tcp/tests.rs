@@ -1,6 +1,6 @@
 //! Real sockets on 127.0.0.1:0, real server, real client.
 
-use super::frame::{decode, encode_frame, hello, Decoded};
+use super::frame::{decode, encode_frame, Decoded};
 use super::*;
 use crate::{Message, RpcClient, RpcService, TransportError};
 use async_trait::async_trait;
@@ -55,6 +55,11 @@ impl Server {
 
 fn opts(timeout_ms: u64) -> TcpClientOptions {
     TcpClientOptions { call_timeout: Duration::from_millis(timeout_ms), ..Default::default() }
+}
+
+/// Our hello, as a raw client or a fake server sends it.
+fn hello_bytes() -> Vec<u8> {
+    Hello::ours(DEFAULT_MAX_FRAME, None).wire()
 }
 
 fn msg(h: &str, bulk: Vec<u8>) -> Message {
@@ -134,8 +139,8 @@ async fn garbage_drops_only_that_connection() {
 
     // A good hello, then an absurd length: the server must close on us.
     let mut raw = TcpStream::connect(&s.addr).await.unwrap();
-    raw.write_all(&hello(0)).await.unwrap();
-    let mut h = [0u8; 8];
+    raw.write_all(&hello_bytes()).await.unwrap();
+    let mut h = [0u8; HELLO_LEN];
     raw.read_exact(&mut h).await.unwrap();
     raw.write_all(&[0xff, 0xff, 0xff, 0x7f, 1, 2, 3, 4, 5, 6, 7, 8]).await.unwrap();
     let n = tokio::time::timeout(Duration::from_secs(10), raw.read(&mut h)).await.unwrap();
@@ -143,7 +148,7 @@ async fn garbage_drops_only_that_connection() {
 
     // A truncated frame followed by EOF.
     let mut raw = TcpStream::connect(&s.addr).await.unwrap();
-    raw.write_all(&hello(0)).await.unwrap();
+    raw.write_all(&hello_bytes()).await.unwrap();
     raw.read_exact(&mut h).await.unwrap();
     let f = encode_frame(9, &msg("x", vec![1; 100]));
     raw.write_all(&f[..50]).await.unwrap();
@@ -158,13 +163,18 @@ async fn garbage_drops_only_that_connection() {
 #[tokio::test]
 async fn version_mismatch_is_refused_clearly() {
     let s = Server::start_on("127.0.0.1:0").await;
-    let mut raw = TcpStream::connect(&s.addr).await.unwrap();
-    let mut bad = hello(0);
-    bad[4] = 99;
-    raw.write_all(&bad).await.unwrap();
-    let mut h = [0u8; 8];
-    raw.read_exact(&mut h).await.unwrap();
-    assert_eq!(u16::from_le_bytes([h[6], h[7]]), 1, "status must say refused");
+    for version in [99u8, 2] {
+        // a newer client, and a version-2 one (whose hello was 8 bytes)
+        let mut raw = TcpStream::connect(&s.addr).await.unwrap();
+        let mut bad = hello_bytes();
+        bad[4] = version;
+        let len = if version == 2 { 8 } else { HELLO_LEN };
+        raw.write_all(&bad[..len]).await.unwrap();
+        let mut h = Vec::new();
+        raw.read_to_end(&mut h).await.unwrap();
+        assert_eq!(h.len(), 8, "a refusal is the 8 bytes every version reads");
+        assert_eq!(u16::from_le_bytes([h[6], h[7]]), 1, "status must say refused");
+    }
 
     // And a client facing a server of another version gets a Protocol error.
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -173,7 +183,7 @@ async fn version_mismatch_is_refused_clearly() {
         let (mut s, _) = l.accept().await.unwrap();
         let mut h = [0u8; 8];
         s.read_exact(&mut h).await.unwrap();
-        let mut reply = hello(1);
+        let mut reply = Hello::refusal(1).wire();
         reply[4] = 7;
         s.write_all(&reply).await.unwrap();
         tokio::time::sleep(Duration::from_secs(5)).await;
@@ -195,9 +205,9 @@ async fn silent_server_times_out() {
         let mut keep = Vec::new();
         loop {
             let (mut s, _) = l.accept().await.unwrap();
-            let mut h = [0u8; 8];
+            let mut h = [0u8; HELLO_LEN];
             s.read_exact(&mut h).await.unwrap();
-            s.write_all(&hello(0)).await.unwrap();
+            s.write_all(&hello_bytes()).await.unwrap();
             keep.push(s);
         }
     });
@@ -252,9 +262,9 @@ async fn a_silent_connection_is_replaced_after_a_timeout() {
         let mut n = 0;
         while let Ok((mut s, _)) = l.accept().await {
             n += 1;
-            let mut h = [0u8; 8];
+            let mut h = [0u8; HELLO_LEN];
             s.read_exact(&mut h).await.unwrap();
-            s.write_all(&hello(0)).await.unwrap();
+            s.write_all(&hello_bytes()).await.unwrap();
             if n == 1 {
                 keep.push(s);
                 continue;

@@ -87,4 +87,10 @@ impl RpcService for ProtocolServer {
         self.metrics.observe(op.name(), result.is_ok(), started.elapsed());
         encode_reply(self.volume.epoch(), &result)
     }
+
+    /// A read's size (the transport reserves that much memory before
+    /// handling it); decoding a head is cheap next to serving it.
+    fn reply_size_hint(&self, req: &Message) -> usize {
+        Request::decode(req).map_or(0, |r| r.reply_bulk_max())
+    }
 }
