@@ -24,6 +24,7 @@
 
 pub mod graph;
 pub mod metrics;
+pub mod rpc;
 
 use anyhow::Context;
 use std::net::SocketAddr;
@@ -62,7 +63,10 @@ pub struct Args {
     /// Largest number of data fds kept open.
     #[arg(long, value_name = "N", default_value_t = posix::DEFAULT_FD_CACHE)]
     pub fd_cache: usize,
-    /// Largest number of client connections served at once.
+    /// Largest number of client connections served at once. Sockets still
+    /// on their hello do not take one (they have 64 slots and 5 s of their
+    /// own); when every slot is taken, the longest-quiet idle connection is
+    /// closed to let a new client in.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub max_connections: usize,
     /// Threads for blocking file-system calls.
@@ -95,6 +99,9 @@ pub struct Args {
     /// (65534), and a chown to uid/gid 0 is refused (NFS `root_squash`).
     #[arg(long, env = "IMCA_ROOT_SQUASH", value_parser = clap::builder::FalseyValueParser::new())]
     pub root_squash: bool,
+    /// Storage RPC resource limits (--idle-timeout, --max-frame, --conn-memory, --rpc-memory).
+    #[command(flatten)]
+    pub rpc: rpc::RpcLimits,
 }
 
 impl Args {
@@ -117,6 +124,7 @@ impl Args {
             allow_devices: false,
             allow_setid: false,
             root_squash: false,
+            rpc: Default::default(),
         }
     }
 
@@ -139,6 +147,8 @@ pub struct Server {
     /// what `/metrics` serves: this server's, its protocol-server's,
     /// SMCache's and its bank client's metrics
     pub registry: prometheus::Registry,
+    /// the storage RPC server's connection and memory counters
+    pub rpc_stats: Arc<transport::tcp::ServerStats>,
     drain: daemon::Drain,
     task: JoinHandle<()>,
 }
@@ -190,6 +200,7 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
     // One registry for everything this server runs (see the daemon crate).
     let registry = prometheus::Registry::new();
     let metrics = metrics::Metrics::register(&registry)?;
+    let rpc_stats = Arc::new(transport::tcp::ServerStats::default());
     let smcache = smcache::SmOptions {
         threaded: args.threaded_cache_updates,
         deadline: std::time::Duration::from_millis(args.cache_deadline_ms.max(1)),
@@ -210,8 +221,11 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
     let addr = listener.local_addr()?;
     let metrics_addr = match &args.metrics {
         Some(m) => {
-            let px = posix_xl.clone();
-            let refresh = move || metrics.open_fds.set(px.posix().open_fds() as i64);
+            let (px, rs) = (posix_xl.clone(), rpc_stats.clone());
+            let refresh = move || {
+                metrics.open_fds.set(px.posix().open_fds() as i64);
+                metrics.rpc.refresh(&rs);
+            };
             Some(daemon::spawn_metrics(m, registry.clone(), refresh, drain.token()).await?)
         }
         None => None,
@@ -223,7 +237,7 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
             .await
             .with_context(|| format!("listening for RDMA on {addr}"))?;
     }
-    let opts = transport::tcp::ServerOptions { max_connections: args.max_connections, ..Default::default() };
+    let opts = args.rpc.server_options(args.max_connections, rpc_stats.clone());
     let token = drain.token();
     let task = tokio::spawn(async move {
         if let Err(e) = transport::tcp::serve(listener, service, opts, token.stopped()).await {
@@ -242,7 +256,7 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
         });
         daemon::write_ready_file(path, &ready)?;
     }
-    Ok(Server { addr, metrics_addr, volume, registry, drain, task })
+    Ok(Server { addr, metrics_addr, volume, registry, rpc_stats, drain, task })
 }
 
 /// Serve until `shutdown` completes, then stop gracefully.

@@ -290,7 +290,6 @@ async fn idle_connections_filling_every_slot_give_way_to_a_gateway() {
     assert_eq!(s.stats.connections(), 8);
     // Gateways get in all the same: the longest-quiet idle connection is
     // closed for each (once quiet for evict_after).
-    tokio::time::sleep(Duration::from_millis(60)).await; // that age, not start-up
     let quick = TcpClientOptions { connect_timeout: Duration::from_secs(3), ..client_opts() };
     let mut gateways = Vec::new();
     for _ in 0..3 {

@@ -86,8 +86,8 @@ impl Default for ServerOptions {
 }
 
 /// How long a newcomer waits for a slot when all are taken: for the one of
-/// the connection it evicted, or one that is closing anyway.
-const SLOT_WAIT: Duration = Duration::from_secs(1);
+/// the connection it evicted, or for one to become evictable or free.
+const SLOT_WAIT: Duration = Duration::from_secs(2);
 
 /// What every task of one server shares.
 pub(super) struct Shared {
@@ -114,18 +114,30 @@ impl Shared {
     }
 
     /// A connection slot: a free one, or the one of the longest-quiet idle
-    /// connection, which is closed for it, or one that frees up within
-    /// [`SLOT_WAIT`]. `None`: every slot is busy.
+    /// connection, which is closed for it (trying again while connections
+    /// age into evictability), or one that frees up meanwhile. `None`
+    /// after [`SLOT_WAIT`]: every slot is busy.
     async fn take_slot(&self) -> Option<OwnedSemaphorePermit> {
-        if let Ok(p) = self.slots.clone().try_acquire_owned() {
-            return Some(p);
+        let deadline = Instant::now() + SLOT_WAIT;
+        loop {
+            if let Ok(p) = self.slots.clone().try_acquire_owned() {
+                return Some(p);
+            }
+            self.evict_one();
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            let wait = left.min(self.opts.evict_after / 2).max(Duration::from_millis(10));
+            if let Ok(p) = tokio::time::timeout(wait, self.slots.clone().acquire_owned()).await {
+                return Some(p.expect("slots are never closed"));
+            }
         }
-        self.evict_one();
-        let p = tokio::time::timeout(SLOT_WAIT, self.slots.clone().acquire_owned()).await;
-        p.ok().map(|p| p.expect("slots are never closed"))
     }
 
     fn evict_one(&self) -> Option<()> {
+        // (one victim per newcomer and round: `close` is first-wins, and a
+        // victim already closing is not picked again)
         let now = Instant::now();
         let conns = self.conns.lock().unwrap();
         let quiet = |a: &Arc<Activity>| a.quiet_rx(now);

@@ -1,0 +1,70 @@
+//! The storage RPC's resource limits as `imca storage` flags: how much
+//! memory clients may make the server hold, how large a frame may be, and
+//! when a quiet connection is closed. (`--max-connections` sits with the
+//! other flags in [`Args`](crate::Args).) The mechanisms are the
+//! transport's (`transport::tcp`, "Bounded resources").
+
+use std::sync::Arc;
+use std::time::Duration;
+use transport::tcp::{self, parse_size, ServerOptions, ServerStats};
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct RpcLimits {
+    /// Close a client connection that has nothing in flight and has sent
+    /// nothing for SECS, and one whose frame or replies have stopped moving
+    /// for SECS (a client that stopped reading). Gateways reconnect on
+    /// their own, so this never costs them a failed call. 0: never.
+    /// Also takes "500ms".
+    #[arg(long, value_name = "SECS", env = "IMCA_IDLE_TIMEOUT", default_value = "60", value_parser = parse_secs)]
+    pub idle_timeout: Duration,
+    /// Largest request (header + data) accepted, announced to clients when
+    /// they connect; a larger one drops its connection. Accepts K, M, G.
+    #[arg(long, value_name = "BYTES", env = "IMCA_MAX_FRAME", default_value = "64M", value_parser = parse_size)]
+    pub max_frame: usize,
+    /// Memory one client connection may make the server hold (requests
+    /// being received or served, replies not yet read). When it is used
+    /// up the server stops reading that connection until its client reads
+    /// its replies. Accepts K, M, G.
+    #[arg(long, value_name = "BYTES", env = "IMCA_CONN_MEMORY", default_value = "64M", value_parser = parse_size)]
+    pub conn_memory: usize,
+    /// Memory all client connections together may make the server hold;
+    /// a quarter is kept for requests and replies up to 128 KiB, so
+    /// metadata keeps flowing when large transfers wait. Accepts K, M, G.
+    #[arg(long, value_name = "BYTES", env = "IMCA_RPC_MEMORY", default_value = "256M", value_parser = parse_size)]
+    pub rpc_memory: usize,
+}
+
+impl Default for RpcLimits {
+    fn default() -> Self {
+        RpcLimits {
+            idle_timeout: tcp::DEFAULT_IDLE_TIMEOUT,
+            max_frame: tcp::DEFAULT_MAX_FRAME,
+            conn_memory: tcp::DEFAULT_CONN_MEMORY,
+            rpc_memory: tcp::DEFAULT_SERVER_MEMORY,
+        }
+    }
+}
+
+impl RpcLimits {
+    /// The TCP server's options, counting into `stats`.
+    pub fn server_options(&self, max_connections: usize, stats: Arc<ServerStats>) -> ServerOptions {
+        ServerOptions {
+            max_connections,
+            max_frame: self.max_frame,
+            idle_timeout: (!self.idle_timeout.is_zero()).then_some(self.idle_timeout),
+            conn_memory: self.conn_memory,
+            memory: self.rpc_memory,
+            stats,
+            ..Default::default()
+        }
+    }
+}
+
+/// "60" (seconds) or "500ms".
+fn parse_secs(s: &str) -> Result<Duration, String> {
+    let bad = |e| format!("bad duration {s:?}: {e} (seconds, or milliseconds with \"ms\")");
+    match s.trim().strip_suffix("ms") {
+        Some(ms) => ms.trim().parse().map(Duration::from_millis).map_err(bad),
+        None => s.trim().trim_end_matches('s').parse().map(Duration::from_secs).map_err(bad),
+    }
+}
