@@ -360,3 +360,24 @@ async fn frame_limits_are_agreed_in_the_hello() {
     until("counted", || s.stats.closed(Close::Oversized) == 1).await;
     assert_eq!(c.call(read(MIB), MIB).await.unwrap().bulk.len(), MIB);
 }
+
+#[tokio::test]
+async fn a_slow_reply_restarts_the_idle_clock() {
+    let opts = ServerOptions { idle_timeout: Some(Duration::from_millis(300)), ..Default::default() };
+    let s = start(opts).await;
+    let c = Arc::new(TcpClient::connect(&s.addr, client_opts()).await.unwrap());
+    let slow = {
+        let c = c.clone();
+        tokio::spawn(async move { c.call(Message::new(Bytes::from_static(b"hold"), Bytes::new()), 0).await })
+    };
+    until("the request is in the service", || s.svc.holding.load(SeqCst) == 1).await;
+    // longer than the idle timeout with a request in flight: not idle
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    s.svc.hold.add_permits(1);
+    slow.await.unwrap().unwrap();
+    // The client may use the connection for half the idle timeout after
+    // the reply; the server must not count from the request.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(&c.call(ping(), 0).await.unwrap().head[..], b"pong");
+    assert_eq!(s.stats.closed(Close::Idle), 0);
+}

@@ -83,6 +83,13 @@ impl Activity {
         Waiting(self)
     }
 
+    /// How long since anything moved either way: a client counts its
+    /// connection's quiet time from its last call or reply, so the server
+    /// must not count from its last request alone (a slow reply restarts it).
+    pub fn quiet(&self, now: Instant) -> Duration {
+        self.quiet_rx(now).min(self.quiet_tx(now))
+    }
+
     /// A reply joins the writer's queue.
     pub fn queue_reply(&self) {
         if self.unsent.fetch_add(1, Relaxed) == 0 {

@@ -19,7 +19,7 @@
 use super::activity::Activity;
 use super::budget::Pool;
 use super::conn::{self, Established};
-use super::frame::{read_hello, Hello, STATUS_BUSY, STATUS_VERSION};
+use super::frame::{read_hello, Hello, STATUS_BUSY, STATUS_OK, STATUS_VERSION};
 use super::stats::{Close, ServerStats};
 use super::*;
 use crate::RpcService;
@@ -140,7 +140,7 @@ impl Shared {
         // victim already closing is not picked again)
         let now = Instant::now();
         let conns = self.conns.lock().unwrap();
-        let quiet = |a: &Arc<Activity>| a.quiet_rx(now);
+        let quiet = |a: &Arc<Activity>| a.quiet(now);
         let victim = conns
             .values()
             .filter(|a| a.closing().is_none() && a.is_idle() && quiet(a) >= self.opts.evict_after)
@@ -256,6 +256,10 @@ async fn hello(s: &mut TcpStream, shared: &Shared) -> Result<(Hello, OwnedSemaph
         Ok(Err(why)) => return Err((Close::HandshakeRefused, why)),
         Err(e) => return Err((Close::Peer, format!("closed before the hello: {e}"))),
     };
+    if theirs.version == PROTOCOL_VERSION && theirs.status != STATUS_OK {
+        refuse(s, STATUS_VERSION).await;
+        return Err((Close::HandshakeRefused, format!("a client hello with status {}", theirs.status)));
+    }
     if theirs.version != PROTOCOL_VERSION {
         refuse(s, STATUS_VERSION).await;
         let v = theirs.version;
@@ -308,7 +312,7 @@ fn verdict(a: &Activity, now: Instant, idle: Duration) -> Option<Close> {
     if a.in_flight.load(Relaxed) > 0 || a.waiting.load(Relaxed) {
         return None; // the service, or our budget, is what it waits for
     }
-    if a.quiet_rx(now) < idle {
+    if a.quiet(now) < idle {
         return None;
     }
     Some(if a.partial.load(Relaxed) { Close::Stalled } else { Close::Idle })
