@@ -10,8 +10,8 @@ use transport::tcp::{self, parse_size, ServerOptions, ServerStats};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct RpcLimits {
-    /// Close a client connection that has nothing in flight and has sent
-    /// nothing for SECS, and one whose frame or replies have stopped moving
+    /// Close a client connection that has had nothing in flight and no
+    /// traffic for SECS, and one whose frame or replies have stopped moving
     /// for SECS (a client that stopped reading). Gateways reconnect on
     /// their own, so this never costs them a failed call. 0: never.
     /// Also takes "500ms".
@@ -66,5 +66,24 @@ fn parse_secs(s: &str) -> Result<Duration, String> {
     match s.trim().strip_suffix("ms") {
         Some(ms) => ms.trim().parse().map(Duration::from_millis).map_err(bad),
         None => s.trim().trim_end_matches('s').parse().map(Duration::from_secs).map_err(bad),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_sizes_parse() {
+        assert_eq!(parse_secs("60"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_secs("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_secs("500ms"), Ok(Duration::from_millis(500)));
+        assert!(parse_secs("soon").is_err());
+        assert_eq!(parse_size("64M"), Ok(64 << 20));
+        assert_eq!(parse_size("1g"), Ok(1 << 30));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("lots").is_err());
+        let o = RpcLimits { idle_timeout: Duration::ZERO, ..Default::default() }.server_options(7, Default::default());
+        assert_eq!((o.idle_timeout, o.max_connections), (None, 7), "0 means never");
     }
 }

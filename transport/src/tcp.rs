@@ -22,7 +22,8 @@
 //! Versions 1–2 sent an 8-byte hello without the limits; such a peer is
 //! refused with status 1, which they report as a version mismatch.
 //!
-//! Task model: per connection one reader task and one writer task. The writer
+//! Task model: per connection one reader task and one writer task (the
+//! server adds a task per request and one sweeper for all). The writer
 //! drains its queue before flushing, so a burst of small replies leaves in one
 //! `write` syscall; a large bulk bypasses the buffer and goes straight to the
 //! socket (no copy). The reader keeps a `BytesMut` and hands out `Bytes`
@@ -31,13 +32,13 @@
 //! Bounded resources (server; [`ServerOptions`]): every byte a connection
 //! holds for a client — a request frame being received or served, a reply
 //! not yet written — is reserved from the connection's budget and from the
-//! server-wide pool first ([`budget`]); when either is spent the server stops
+//! server-wide pool first (`budget.rs`); when either is spent the server stops
 //! reading that connection, so a client that pipelines without reading its
 //! replies waits in its own socket, not in server memory. Sockets that have
 //! not finished the hello have their own small set of slots and a deadline;
 //! established connections are closed when idle, when a frame or a reply
 //! makes no progress, or — when every slot is taken — to make room for a
-//! new client, longest-quiet first ([`server`], [`conn`]).
+//! new client, longest-quiet first (`server.rs`, `conn.rs`).
 //!
 //! Faults: a frame that is malformed or longer than `max_frame` drops that
 //! connection (logged); the server goes on serving the others. A client call
@@ -48,7 +49,7 @@
 //! [`TransportError::Timeout`]: crate::TransportError::Timeout
 
 mod activity;
-pub mod budget;
+mod budget;
 mod client;
 mod conn;
 mod frame;

@@ -94,7 +94,7 @@ impl Budget {
     }
 }
 
-/// Bytes held until dropped.
+/// Bytes held until dropped (`default()` holds none: a client's frames).
 #[derive(Debug, Default)]
 pub struct Reservation {
     bytes: usize,
@@ -106,15 +106,6 @@ pub struct Reservation {
 }
 
 impl Reservation {
-    /// Holds nothing (a client's frames are not budgeted).
-    pub fn none() -> Reservation {
-        Reservation::default()
-    }
-
-    pub fn bytes(&self) -> usize {
-        self.bytes
-    }
-
     /// Hold `n` bytes instead: shrinking gives bytes back, growing takes
     /// what is free without waiting (see the module page: overdraft).
     pub fn resize(&mut self, n: usize) {

@@ -91,7 +91,7 @@ impl Hello {
         }
     }
 
-    /// A refusal (sent as its first [`HELLO_PREFIX`] bytes only, which any
+    /// A refusal (sent as its first `HELLO_PREFIX` bytes only, which any
     /// version reads).
     pub fn refusal(status: u16) -> Hello {
         Hello { status, ..Hello::ours(0, None) }
