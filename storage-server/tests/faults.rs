@@ -60,7 +60,7 @@ async fn hung_server_gives_eio_within_the_timeout() {
     tokio::spawn(async move {
         let mut keep = Vec::new();
         while let Ok((mut s, _)) = l.accept().await {
-            let mut h = [0u8; 8];
+            let mut h = [0u8; transport::tcp::HELLO_LEN];
             s.read_exact(&mut h).await.unwrap();
             s.write_all(&h).await.unwrap(); // echoing the hello is a valid answer
             keep.push(s);
