@@ -1,4 +1,4 @@
-//! The CMCache translator: DESIGN.md's operation table, gateway side.
+//! The CMCache translator: docs/design.md §4 (stat, read, write and the other mutations), gateway side.
 
 use crate::metrics;
 use async_trait::async_trait;

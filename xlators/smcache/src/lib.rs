@@ -29,7 +29,11 @@
 //!   breaks the claim, so a stat read before a mutation never lands after it.
 //! - **A frozen or slow node** is waited for, on the same connection (so a
 //!   late value can never overtake a later one), up to a deadline; past it
-//!   the mutation is answered EIO rather than acknowledged unconfirmed.
+//!   the node is fenced (the request rides on GetVolumeConfig replies, a
+//!   gateway installs it under a new epoch) and the mutation waits out the
+//!   old epoch's lease before it is answered. Only when no fence comes
+//!   within a few leases is it answered EIO rather than acknowledged
+//!   unconfirmed.
 //!   A node that died is skipped: when it returns, it returns empty.
 //! - **Epochs**: keys carry the volume's epoch; after a config change the
 //!   previous epoch's keys are still deleted on mutation for one lease,

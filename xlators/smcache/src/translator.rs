@@ -1,4 +1,4 @@
-//! The SMCache translator: DESIGN.md's operation table, server side.
+//! The SMCache translator: docs/design.md §4 (stat, read, write and the other mutations), server side.
 
 use crate::changes::{self, Change, K};
 use crate::locks::FileLocks;
