@@ -2,7 +2,10 @@
 //! thread) must give exactly what the blocking path gives, and fall back
 //! when the kernel cannot answer from memory.
 
+mod support;
+
 use bytes::Bytes;
+use support::*;
 use std::os::fd::AsRawFd;
 use xlator::*;
 
@@ -51,42 +54,4 @@ async fn fast_and_slow_paths_agree() {
     let other = x.getattr(&path("f")).await.unwrap();
     assert_ne!(other.fid, f.fid);
     assert_eq!(x.lookup(&root(), ".imca").await.unwrap_err(), FsError::ENOENT);
-}
-
-fn nf(name: &str) -> NewFile {
-    NewFile { name: name.into(), fid: FileId::from_random(rand_id()), perm: 0o644, owner: Owner { uid: 0, gid: 0 }, exclusive: true }
-}
-
-fn rand_id() -> u128 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    ((std::process::id() as u128) << 64) | NEXT.fetch_add(1, Ordering::Relaxed) as u128
-}
-
-fn root() -> Loc {
-    Loc::root()
-}
-
-fn at(path: &str, fid: FileId) -> Loc {
-    Loc::new(path, Some(fid))
-}
-
-fn path(p: &str) -> Loc {
-    Loc::new(p, None)
-}
-
-/// fsync of a fifo answers at once: opening the fifo to sync it would block
-/// a server thread until some writer came along.
-#[tokio::test]
-async fn fsync_of_a_fifo_does_not_block() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = posix::posix(dir.path(), 64).unwrap();
-    let x: &dyn Translator = &*p;
-    let f = nf("fifo");
-    x.mknod(&root(), &f, libc::S_IFIFO | 0o644, 0).await.unwrap();
-    let synced = tokio::time::timeout(std::time::Duration::from_secs(10), x.fsync(&at("fifo", f.fid), false)).await;
-    assert_eq!(synced.expect("fsync of a fifo returned"), Ok(()));
-    let d = nf("d");
-    x.mkdir(&root(), &d).await.unwrap();
-    assert_eq!(x.fsync(&at("d", d.fid), true).await, Ok(()));
 }

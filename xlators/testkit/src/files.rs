@@ -14,6 +14,11 @@ pub fn new_file(name: &str) -> NewFile {
     NewFile { name: name.into(), fid: fid(), perm: 0o644, owner: Owner::default(), exclusive: false }
 }
 
+/// Exclusive create of `name` (mode 0644, root's) with a fresh id.
+pub fn nf(name: &str) -> NewFile {
+    NewFile { exclusive: true, ..new_file(name) }
+}
+
 pub fn root() -> Loc {
     Loc::root()
 }

@@ -20,10 +20,12 @@
 mod bank;
 mod config;
 mod files;
+mod tmpfs;
 
 pub use bank::{NodeState, TestBank, View};
 pub use config::TestVolume;
-pub use files::{at, fid, new_file, path, root};
+pub use files::{at, fid, new_file, nf, path, root};
+pub use tmpfs::Tmpfs;
 pub use memory::{memory, Memory};
 /// The volume config types, re-exported so tests name them in one place.
 pub use volume::{CacheConfig, FenceRequests, Placement};
