@@ -55,3 +55,19 @@ async fn fast_and_slow_paths_agree() {
     assert_ne!(other.fid, f.fid);
     assert_eq!(x.lookup(&root(), ".imca").await.unwrap_err(), FsError::ENOENT);
 }
+
+/// fsync of a fifo answers at once: opening the fifo to sync it would block
+/// a server thread until some writer came along.
+#[tokio::test]
+async fn fsync_of_a_fifo_does_not_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = posix::posix(dir.path(), 64).unwrap();
+    let x: &dyn Translator = &*p;
+    let f = nf("fifo");
+    x.mknod(&root(), &f, libc::S_IFIFO | 0o644, 0).await.unwrap();
+    let synced = tokio::time::timeout(std::time::Duration::from_secs(10), x.fsync(&at("fifo", f.fid), false)).await;
+    assert_eq!(synced.expect("fsync of a fifo returned"), Ok(()));
+    let d = nf("d");
+    x.mkdir(&root(), &d).await.unwrap();
+    assert_eq!(x.fsync(&at("d", d.fid), true).await, Ok(()));
+}
