@@ -69,6 +69,8 @@ ROWS=("$LOCAL_DIR=local" "$BINDFS_MNT=bindfs" "$GFS_MNT=glusterfs"
 if [ "${KC:-1}" = 1 ]; then   # imca up has no --kernel-cache: 2 storage servers + 1 gateway by hand
     ready() { for _ in $(seq 1200); do [ -f "$1" ] && return 0; sleep 0.1; done; echo "no $1" >&2; exit 1; }
     mkdir -p "$W/imcakc/s0" "$W/imcakc/s1" "$W/imcakc-mnt"
+    "$BIN" secret new "$W/imcakc/volume.secret" >/dev/null
+    export IMCA_SECRET_FILE="$W/imcakc/volume.secret"   # read by both storage and mount
     for i in 0 1; do
         "$BIN" storage --export "$W/imcakc/s$i" --listen 127.0.0.1:0 --ready-file "$W/imcakc/s$i.ready" \
             2>"$W/imcakc/s$i.log" & KC_PIDS+=($!)

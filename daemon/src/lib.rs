@@ -37,11 +37,13 @@
 //! several daemons in one process (tests) never collide on a metric name,
 //! and each `/metrics` shows its own daemon only.
 
+mod credentials;
 mod metrics;
 mod ready;
 mod shutdown;
 mod signals;
 
+pub use credentials::Credentials;
 pub use metrics::{metrics_url, render, serve_metrics, spawn_metrics};
 pub use ready::write_ready_file;
 pub use shutdown::{Drain, Shutdown};

@@ -77,6 +77,9 @@ pub struct Args {
     /// the `rdma` build feature and a device) or auto (rdma when possible, logged).
     #[arg(long, value_name = "KIND", default_value = "tcp")]
     pub transport: transport::select::TransportKind,
+    /// The volume secret (--secret-file FILE, or --insecure).
+    #[command(flatten)]
+    pub credentials: daemon::Credentials,
     /// Where to mount.
     pub mountpoint: PathBuf,
 }
@@ -121,7 +124,9 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
     let mountpoint = mount::prepare(&args.mountpoint)?;
     let timeout = Duration::from_secs_f64(args.timeout.max(0.001));
     let rdma = transport::select::use_rdma(args.transport, "gateway").map_err(anyhow::Error::msg)?;
-    let clients = storage::connect(&args.storage_servers, timeout, rdma).await?;
+    let secret = args.credentials.load()?;
+    let rpc_key = secret.as_ref().map(|s| s.key(secret::Purpose::RpcHandshake));
+    let clients = storage::connect(&args.storage_servers, timeout, rdma, rpc_key).await?;
     let leaves = clients.iter().map(|c| c.clone() as xlator::Next).collect();
 
     // One registry for everything this gateway runs (see the daemon crate).

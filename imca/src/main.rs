@@ -7,12 +7,14 @@
 //!  imca up           a whole local cluster, mounted, in one command
 //!  imca bench        the dissertation's benchmarks against any directory
 //!  imca ctl          talk to a gateway's admin API
+//!  imca secret       create or check a volume secret
 //! ```
 //!
 //! Each subcommand's arguments and entry point live in its own crate; this
 //! file only dispatches and sets up logging.
 
 mod ctl;
+mod secret_cmd;
 mod up;
 
 use clap::{Parser, Subcommand};
@@ -38,6 +40,8 @@ enum Cmd {
     Bench(bench::Args),
     /// Talk to a gateway's admin API.
     Ctl(ctl::Args),
+    /// Create or check a volume secret (`--secret-file` of storage and mount).
+    Secret(secret_cmd::Args),
 }
 
 fn main() {
@@ -55,6 +59,7 @@ fn main() {
         Cmd::Up(a) => up::main(a),
         Cmd::Bench(a) => bench::main(a),
         Cmd::Ctl(a) => ctl::main(a),
+        Cmd::Secret(a) => secret_cmd::main(a),
     };
     if let Err(e) = result {
         eprintln!("imca: error: {e:#}");

@@ -62,7 +62,16 @@ pub struct Args {
     /// storage servers and cache nodes listen on (rdma_cm cannot use loopback).
     #[arg(long, value_name = "IP", default_value = "127.0.0.1")]
     pub rdma_ip: String,
+    /// Run the storage servers and the gateway without the volume secret
+    /// (no authentication, no bank-value MACs). Only for measuring what
+    /// authentication costs; any local user can then read and write every file.
+    #[arg(long)]
+    pub insecure: bool,
 }
+
+/// The volume secret's file in the data dir (kept across runs: the
+/// exports and the secret belong together).
+const SECRET_FILE: &str = "volume.secret";
 
 /// The admin token's file in the data dir.
 const ADMIN_TOKEN_FILE: &str = "admin.token";
@@ -121,6 +130,18 @@ async fn up(args: Args) -> anyhow::Result<()> {
         bail!("--storage-servers must be at least 1");
     }
     check_layout(&dir, args.storage_servers, args.stripe_unit.as_deref())?;
+    let secret_file = dir.join(SECRET_FILE);
+    if !args.insecure {
+        secret::Secret::load_or_create(&secret_file)?;
+    }
+    // Both daemons get the same credentials argument.
+    let credentials = |cmd: &mut Command| {
+        if args.insecure {
+            cmd.arg("--insecure");
+        } else {
+            cmd.arg("--secret-file").arg(&secret_file);
+        }
+    };
     let deadline = Duration::from_secs(args.start_timeout);
     let mut ports = Ports { base: args.base_port, used: 0 };
     let mut procs: Vec<Proc> = Vec::new();
@@ -141,6 +162,7 @@ async fn up(args: Args) -> anyhow::Result<()> {
             let ready = ready_path(&run, &format!("storage-{i}"));
             let mut cmd = imca(&exe, "storage");
             cmd.arg("--export").arg(&export);
+            credentials(&mut cmd);
             let mut listen = ports.next();
             if args.transport != transport::select::TransportKind::Tcp {
                 let port = listen.rsplit_once(':').map_or("0", |(_, p)| p).to_string();
@@ -204,6 +226,7 @@ async fn up(args: Args) -> anyhow::Result<()> {
         admin::auth::ensure_token_file(&token_file)?;
         let mut cmd = imca(&exe, "mount");
         cmd.arg("--storage-servers").arg(storage_addrs.join(","));
+        credentials(&mut cmd);
         cmd.args(["--transport", &args.transport.to_string()]);
         if !cache_addrs.is_empty() {
             cmd.arg("--cache-nodes").arg(cache_addrs.join(","));
@@ -222,6 +245,11 @@ async fn up(args: Args) -> anyhow::Result<()> {
         if let Some(a) = admin.as_str() {
             println!("  {:<10} {a} (changes need the token in {})", "admin", token_file.display());
         }
+        if args.insecure {
+            println!("  {:<10} NONE: --insecure (no authentication; any local user can read and write every file)", "secret");
+        } else {
+            println!("  {:<10} {} (give it to every storage server and gateway of this volume)", "secret", secret_file.display());
+        }
         for m in &metrics {
             println!("  {:<10} {m}", "metrics");
         }
@@ -230,6 +258,7 @@ async fn up(args: Args) -> anyhow::Result<()> {
             "admin": admin,
             // the path only: `imca ctl --cluster` reads the token from it
             "admin_token_file": token_file,
+            "secret_file": (!args.insecure).then_some(&secret_file),
             "storage_servers": storage_addrs,
             "cache_nodes": cache_addrs,
             "metrics": metrics,

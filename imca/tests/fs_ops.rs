@@ -398,6 +398,8 @@ fn mount_refuses_a_busy_or_missing_mount_point() {
     let run = |mnt: &Path| {
         let out = std::process::Command::new(IMCA)
             .args(["mount", "--storage-servers", &c.storage_addrs().join(",")])
+            .arg("--secret-file")
+            .arg(c.secret_file())
             .arg(mnt)
             .output()
             .unwrap();

@@ -251,6 +251,8 @@ fn exposed_admin_api_needs_a_token() {
     // No token: the gateway refuses to start, saying why.
     let out = Command::new(IMCA)
         .args(["mount", "--storage-servers", &servers, "--admin", "0.0.0.0:0"])
+        .arg("--secret-file")
+        .arg(cluster.secret_file())
         .arg(&mount)
         .env_remove("IMCA_ADMIN_TOKEN")
         .output()

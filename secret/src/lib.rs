@@ -80,6 +80,13 @@ impl fmt::Debug for Secret {
     }
 }
 
+/// 32 fresh random bytes: a handshake challenge.
+pub fn nonce() -> [u8; 32] {
+    let mut n = [0u8; 32];
+    rand::fill(&mut n[..]);
+    n
+}
+
 /// A 256-bit key for one purpose. `Debug` never shows it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Key([u8; 32]);

@@ -5,6 +5,8 @@
 //! ```text
 //! cargo run --release -p storage-server --example rpc_bench -- [DIR] [MiB]
 //! ```
+//! With a volume secret, as deployed; `IMCA_INSECURE=1` measures without
+//! (authentication costs once per connection, at the handshake).
 //! Prints a markdown table of ratios (RPC / local) for docs/benchmarks.md.
 
 use bytes::Bytes;
@@ -23,8 +25,13 @@ async fn main() -> anyhow::Result<()> {
     let mib: usize = args.next().map(|s| s.parse()).transpose()?.unwrap_or(256);
     let dir = tempfile::tempdir_in(&base)?;
     let export = dir.path().to_path_buf();
-    let server = storage_server::start(storage_server::Args::new(&export)).await?;
-    let c = Arc::new(protocol_client::connect(&server.addr.to_string(), ClientOptions::default()).await?);
+    let insecure = std::env::var_os("IMCA_INSECURE").is_some_and(|v| v != "0");
+    let secret = (!insecure).then(secret::Secret::generate);
+    let mut sargs = storage_server::Args::new(&export);
+    sargs.credentials = secret.clone().map_or_else(daemon::Credentials::insecure, daemon::Credentials::with);
+    let server = storage_server::start(sargs).await?;
+    let opts = ClientOptions { auth: secret.map(|s| s.key(secret::Purpose::RpcHandshake)), ..Default::default() };
+    let c = Arc::new(protocol_client::connect(&server.addr.to_string(), opts).await?);
 
     let f = NewFile { name: "data".into(), fid: FileId::from_random(42), perm: 0o644, owner: Owner::default(), exclusive: true };
     c.create(&Loc::root(), &f, 0).await?;

@@ -102,6 +102,9 @@ pub struct Args {
     /// Storage RPC resource limits (--idle-timeout, --max-frame, --conn-memory, --rpc-memory).
     #[command(flatten)]
     pub rpc: rpc::RpcLimits,
+    /// The volume secret (--secret-file FILE, or --insecure).
+    #[command(flatten)]
+    pub credentials: daemon::Credentials,
 }
 
 impl Args {
@@ -125,6 +128,7 @@ impl Args {
             allow_setid: false,
             root_squash: false,
             rpc: Default::default(),
+            credentials: Default::default(),
         }
     }
 
@@ -197,6 +201,8 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
         tracing::info!(epoch = c.epoch, nodes = ?c.nodes, "volume config");
     }
     let rdma = transport::select::use_rdma(args.transport, "storage server").map_err(anyhow::Error::msg)?;
+    let secret = args.credentials.load()?;
+    let rpc_key = secret.as_ref().map(|s| s.key(secret::Purpose::RpcHandshake));
     // One registry for everything this server runs (see the daemon crate).
     let registry = prometheus::Registry::new();
     let metrics = metrics::Metrics::register(&registry)?;
@@ -233,11 +239,11 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
     // RDMA (rdma helper): same ip:port in rdma_cm's port space.
     if rdma {
         let svc: Arc<dyn transport::RpcService> = service.clone();
-        transport::select::serve_rdma(addr, svc, drain.token().stopped())
+        transport::select::serve_rdma(addr, svc, rpc_key.clone(), drain.token().stopped())
             .await
             .with_context(|| format!("listening for RDMA on {addr}"))?;
     }
-    let opts = args.rpc.server_options(args.max_connections, rpc_stats.clone());
+    let opts = transport::tcp::ServerOptions { auth: rpc_key, ..args.rpc.server_options(args.max_connections, rpc_stats.clone()) };
     let token = drain.token();
     let task = tokio::spawn(async move {
         if let Err(e) = transport::tcp::serve(listener, service, opts, token.stopped()).await {
@@ -296,7 +302,11 @@ mod tests {
             let e = format!("{:#}", start(args).await.err().expect("refused"));
             assert!(e.contains("--block-size") && e.contains(words), "{e}");
         }
+        // No credentials at all: refused, saying what to give.
+        let e = format!("{:#}", start(Args::new(dir.path())).await.err().expect("refused without a secret"));
+        assert!(e.contains("--secret-file") && e.contains("--insecure"), "{e}");
         let mut args = Args::new(dir.path());
+        args.credentials = daemon::Credentials::with(secret::Secret::generate());
         args.volume = Some("a.b".into());
         let s = start(args).await.unwrap();
         assert_eq!(s.volume.current().volume, "a.b", "used as given, never rewritten");

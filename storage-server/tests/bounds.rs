@@ -13,14 +13,14 @@ use std::time::{Duration, Instant};
 use storage_server::{Args, Server};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use transport::tcp::{Close, Hello, HELLO_LEN};
+use transport::tcp::Close;
 use wire::Request;
 use xlator::*;
 
 const MIB: usize = 1 << 20;
 
 fn args(export: &std::path::Path) -> Args {
-    let mut a = Args::new(export);
+    let mut a = common::args(export);
     a.rpc.idle_timeout = Duration::from_millis(800);
     a
 }
@@ -43,7 +43,7 @@ async fn start(set: impl FnOnce(&mut Args)) -> Env {
 }
 
 fn gateway() -> ClientOptions {
-    ClientOptions { op_timeout: Duration::from_secs(20), ..Default::default() }
+    ClientOptions { op_timeout: Duration::from_secs(20), ..common::opts() }
 }
 
 /// Poll `cond` every few ms; panic after 30 s.
@@ -63,10 +63,7 @@ fn rss() -> usize {
 /// A raw storage RPC connection past the hello.
 async fn hello(addr: std::net::SocketAddr) -> TcpStream {
     let mut s = TcpStream::connect(addr).await.unwrap();
-    s.write_all(&Hello::ours(64 * MIB, None).wire()).await.unwrap();
-    let mut h = [0u8; HELLO_LEN];
-    s.read_exact(&mut h).await.unwrap();
-    assert_eq!(u16::from_le_bytes([h[6], h[7]]), 0, "hello accepted");
+    transport::tcp::handshake::client(&mut s, &addr.to_string(), 64 * MIB, Some(&common::key())).await.expect("hello accepted");
     s
 }
 

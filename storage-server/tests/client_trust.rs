@@ -109,8 +109,8 @@ async fn deleting_files_frees_their_space_at_once() {
     }
     let dir = tempfile::tempdir().unwrap();
     let fs = Tmpfs::mount(&dir.path().join("small"), "1m");
-    let server = storage_server::start(storage_server::Args::new(&fs.0)).await.unwrap();
-    let c = protocol_client::connect(&server.addr.to_string(), Default::default()).await.unwrap();
+    let server = storage_server::start(common::args(&fs.0)).await.unwrap();
+    let c = protocol_client::connect(&server.addr.to_string(), common::opts()).await.unwrap();
     // Fill the disk with a few files, as a gateway would (create, write, release).
     let chunk = Bytes::from(vec![0x5au8; 128 * 1024]);
     let mut names = Vec::new();

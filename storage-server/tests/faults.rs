@@ -25,7 +25,7 @@ async fn killed_server_fails_fast_then_reconnects_on_the_same_port() {
     assert_eq!(c.read(&at("f", f.fid), 0, 10).await.unwrap_err(), FsError::EIO);
     assert!(t.elapsed() < Duration::from_secs(5), "a dead server must fail promptly, took {:?}", t.elapsed());
 
-    let mut args = Args::new(&e.export);
+    let mut args = common::args(&e.export);
     args.listen = addr.to_string();
     let s2 = storage_server::start(args).await.unwrap();
     assert_eq!(&c.read(&at("f", f.fid), 0, 10).await.unwrap()[..], b"before");
@@ -46,7 +46,7 @@ async fn hung_server_gives_eio_within_the_timeout() {
             keep.push(s);
         }
     });
-    let opts = ClientOptions { op_timeout: Duration::from_millis(500), ..Default::default() };
+    let opts = ClientOptions { op_timeout: Duration::from_millis(500), ..common::opts() };
     let c = ProtocolClient::lazy(&addr, opts.clone());
     let t = Instant::now();
     assert_eq!(c.getattr(&root()).await.unwrap_err(), FsError::EIO);
@@ -60,13 +60,11 @@ async fn hung_server_gives_eio_within_the_timeout() {
     tokio::spawn(async move {
         let mut keep = Vec::new();
         while let Ok((mut s, _)) = l.accept().await {
-            let mut h = [0u8; transport::tcp::HELLO_LEN];
-            s.read_exact(&mut h).await.unwrap();
-            s.write_all(&h).await.unwrap(); // echoing the hello is a valid answer
+            transport::tcp::handshake::accept(&mut s, 1 << 20, Some(&common::key())).await.unwrap().unwrap();
             keep.push(s);
         }
     });
-    let c = ProtocolClient::lazy(&addr, ClientOptions { op_timeout: Duration::from_millis(500), ..Default::default() });
+    let c = ProtocolClient::lazy(&addr, ClientOptions { op_timeout: Duration::from_millis(500), ..common::opts() });
     let t = Instant::now();
     assert_eq!(c.statfs(&root()).await.unwrap_err(), FsError::EIO);
     assert!(t.elapsed() < Duration::from_secs(5), "took {:?}", t.elapsed());
@@ -93,13 +91,16 @@ async fn garbage_frames_drop_only_that_connection() {
         assert!(closed.is_ok(), "the server must drop a connection sending garbage");
     }
     // A valid frame with an undecodable head gets EPROTO, connection kept.
-    let rpc = transport::tcp::TcpClient::connect(addr.to_string(), Default::default()).await.unwrap();
+    let rpc = transport::tcp::TcpClient::connect(
+        addr.to_string(),
+        transport::tcp::TcpClientOptions { auth: Some(common::key()), ..Default::default() },
+    ).await.unwrap();
     use transport::RpcClient;
     let r = rpc.call(transport::Message::new(Bytes::from_static(&[250, 1, 2]), Bytes::new()), 0).await.unwrap();
     assert_eq!(wire::decode_reply(&r).unwrap().result.unwrap_err(), FsError(libc::EPROTO));
     // Everyone else is still served.
     e.c.getattr(&root()).await.unwrap();
-    let again = protocol_client::connect(&addr.to_string(), ClientOptions::default()).await.unwrap();
+    let again = protocol_client::connect(&addr.to_string(), common::opts()).await.unwrap();
     again.statfs(&root()).await.unwrap();
 }
 
@@ -107,8 +108,8 @@ async fn garbage_frames_drop_only_that_connection() {
 async fn full_disk_gives_enospc_and_corrupts_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let fs = Tmpfs::mount(&dir.path().join("small"), "1m");
-    let server = storage_server::start(Args::new(&fs.0)).await.unwrap();
-    let c = protocol_client::connect(&server.addr.to_string(), ClientOptions::default()).await.unwrap();
+    let server = storage_server::start(common::args(&fs.0)).await.unwrap();
+    let c = protocol_client::connect(&server.addr.to_string(), common::opts()).await.unwrap();
     let keep = nf("keep");
     c.create(&root(), &keep, 0).await.unwrap();
     c.write(&at("keep", keep.fid), 0, Bytes::from_static(b"precious")).await.unwrap();
@@ -153,7 +154,7 @@ async fn full_disk_gives_enospc_and_corrupts_nothing() {
 #[tokio::test]
 async fn volume_config_compare_and_set_and_epoch_watch() {
     let e = env().await;
-    let other = protocol_client::connect(&e.server.addr.to_string(), ClientOptions::default()).await.unwrap();
+    let other = protocol_client::connect(&e.server.addr.to_string(), common::opts()).await.unwrap();
     let cur = e.c.fetch_volume_config().await.unwrap();
     assert_eq!(cur.epoch, 1);
     assert_eq!(e.c.epoch(), 1);
@@ -196,7 +197,7 @@ async fn cache_nodes_flag_and_ready_file_and_metrics() {
     let export = dir.path().join("x");
     std::fs::create_dir(&export).unwrap();
     let ready = dir.path().join("ready.json");
-    let mut args = Args::new(&export);
+    let mut args = common::args(&export);
     args.metrics = Some("127.0.0.1:0".into());
     args.ready_file = Some(ready.clone());
     args.cache_nodes = Some(vec!["127.0.0.1:1".into(), "127.0.0.1:2".into()]);
@@ -206,7 +207,7 @@ async fn cache_nodes_flag_and_ready_file_and_metrics() {
     let murl = r["metrics"].as_str().unwrap().to_string();
     assert_eq!(s.volume.current().nodes, vec!["127.0.0.1:1", "127.0.0.1:2"]);
     assert_eq!(s.volume.epoch(), 2);
-    let c = protocol_client::connect(&s.addr.to_string(), ClientOptions::default()).await.unwrap();
+    let c = protocol_client::connect(&s.addr.to_string(), common::opts()).await.unwrap();
     c.create(&root(), &nf("f"), 0).await.unwrap();
     let _ = c.lookup(&root(), "nope").await;
     let body = http_get(&murl).await;

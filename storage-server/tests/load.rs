@@ -16,10 +16,10 @@ fn open_fds() -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fd_cache_is_bounded_and_evicted_files_still_work() {
     let dir = tempfile::tempdir().unwrap();
-    let mut args = Args::new(dir.path());
+    let mut args = common::args(dir.path());
     args.fd_cache = 16;
     let s = storage_server::start(args).await.unwrap();
-    let c = protocol_client::connect(&s.addr.to_string(), ClientOptions::default()).await.unwrap();
+    let c = protocol_client::connect(&s.addr.to_string(), common::opts()).await.unwrap();
     let before = open_fds();
     let mut files = Vec::new();
     for i in 0..300 {
@@ -45,7 +45,7 @@ async fn many_clients_many_calls_in_flight() {
     let addr = e.server.addr.to_string();
     let mut tasks = Vec::new();
     for client in 0..4 {
-        let c = Arc::new(protocol_client::connect(&addr, ClientOptions::default()).await.unwrap());
+        let c = Arc::new(protocol_client::connect(&addr, common::opts()).await.unwrap());
         let f = nf(&format!("c{client}"));
         c.create(&root(), &f, 0).await.unwrap();
         for k in 0..64u64 {

@@ -26,7 +26,7 @@ async fn two_servers_in_one_process_keep_their_metrics_apart() {
     let start = |name: &str, nodes: Option<Vec<String>>| {
         let export = dir.path().join(name);
         std::fs::create_dir(&export).unwrap();
-        let mut args = Args::new(&export);
+        let mut args = common::args(&export);
         args.metrics = Some("127.0.0.1:0".into());
         // a cache node that refuses: SMCache still counts its queued populates
         args.cache_nodes = nodes;
@@ -34,8 +34,8 @@ async fn two_servers_in_one_process_keep_their_metrics_apart() {
     };
     let a = start("a", Some(vec!["127.0.0.1:1".into()])).await.unwrap();
     let b = start("b", None).await.unwrap();
-    let ca = protocol_client::connect(&a.addr.to_string(), Default::default()).await.unwrap();
-    let cb = protocol_client::connect(&b.addr.to_string(), Default::default()).await.unwrap();
+    let ca = protocol_client::connect(&a.addr.to_string(), common::opts()).await.unwrap();
+    let cb = protocol_client::connect(&b.addr.to_string(), common::opts()).await.unwrap();
     let f = nf("f");
     ca.create(&root(), &f, 0).await.unwrap();
     ca.write(&at("f", f.fid), 0, Bytes::from_static(b"some data")).await.unwrap();

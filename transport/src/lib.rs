@@ -19,6 +19,8 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 
+mod auth;
+pub mod log_gate;
 pub mod tcp;
 #[cfg(feature = "rdma")]
 pub mod rdma;
@@ -47,6 +49,8 @@ pub enum TransportError {
     Disconnected(String),
     #[error("timed out after {0:?}")]
     Timeout(std::time::Duration),
+    #[error("authentication failed: {0}")]
+    Auth(String),
     #[error("protocol violation: {0}")]
     Protocol(String),
     #[error("message too large: {0} bytes")]

@@ -75,14 +75,21 @@ pub fn use_rdma(kind: TransportKind, what: &str) -> Result<bool, String> {
 }
 
 /// A client of `addr` over the chosen transport (connecting on first call).
-pub fn client(rdma: bool, addr: &str, call_timeout: Duration, connect_timeout: Duration) -> Arc<dyn RpcClient> {
+/// `auth`: the volume's handshake key (`None` only reaches `--insecure` servers).
+pub fn client(
+    rdma: bool,
+    addr: &str,
+    call_timeout: Duration,
+    connect_timeout: Duration,
+    auth: Option<secret::Key>,
+) -> Arc<dyn RpcClient> {
     #[cfg(feature = "rdma")]
     if rdma {
-        let o = crate::rdma::RdmaOptions { call_timeout, connect_timeout, ..rdma_options_from_env() };
+        let o = crate::rdma::RdmaOptions { call_timeout, connect_timeout, auth, ..rdma_options_from_env() };
         return Arc::new(crate::rdma::RdmaClient::new(addr, o));
     }
     let _ = rdma;
-    Arc::new(tcp::TcpClient::new(addr, tcp::TcpClientOptions { call_timeout, connect_timeout, ..Default::default() }))
+    Arc::new(tcp::TcpClient::new(addr, tcp::TcpClientOptions { call_timeout, connect_timeout, auth, ..Default::default() }))
 }
 
 /// Connect to `addr` over RDMA now (the handshake done), for callers that
@@ -108,14 +115,16 @@ pub async fn connect_rdma(addr: &str, connect_timeout: Duration) -> Result<Arc<d
 pub async fn serve_rdma(
     addr: std::net::SocketAddr,
     service: Arc<dyn RpcService>,
+    auth: Option<secret::Key>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<(std::net::SocketAddr, tokio::task::JoinHandle<()>)> {
     #[cfg(feature = "rdma")]
     {
         let l = crate::rdma::RdmaListener::bind(&addr.to_string()).await?;
         let at = l.local_addr();
+        let opts = crate::rdma::RdmaOptions { auth, ..rdma_options_from_env() };
         let task = tokio::spawn(async move {
-            if let Err(e) = crate::rdma::serve(l, service, rdma_options_from_env(), shutdown).await {
+            if let Err(e) = crate::rdma::serve(l, service, opts, shutdown).await {
                 tracing::error!(%at, "RDMA server failed: {e}");
             }
         });
@@ -123,7 +132,7 @@ pub async fn serve_rdma(
     }
     #[cfg(not(feature = "rdma"))]
     {
-        let _ = (addr, service, shutdown);
+        let _ = (addr, service, auth, shutdown);
         Err(std::io::Error::other("this binary was built without the `rdma` feature"))
     }
 }

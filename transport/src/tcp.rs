@@ -53,11 +53,15 @@ mod budget;
 mod client;
 mod conn;
 mod frame;
+pub mod handshake;
+mod allow;
+pub mod tls;
 mod server;
 mod stats;
 
 pub use client::{TcpClient, TcpClientOptions};
-pub use frame::{Decoded, Hello, HEADER_LEN, HELLO_LEN};
+pub use frame::{Decoded, Hello, HEADER_LEN, HELLO_LEN, HELLO_PREFIX, PROOF_LEN};
+pub use allow::Cidr;
 pub use server::{serve, ServerOptions};
 pub use stats::{Close, ServerStats};
 
@@ -66,7 +70,7 @@ use std::time::Duration;
 /// The first four bytes each side sends.
 pub const MAGIC: [u8; 4] = *b"IMCA";
 /// Bumped whenever the hello, the frame layout or the `wire` codec changes incompatibly.
-pub const PROTOCOL_VERSION: u16 = 3; // 3: the hello carries max_frame and idle_timeout_ms
+pub const PROTOCOL_VERSION: u16 = 4; // 3: the hello carries max_frame and idle_timeout_ms; 4: challenge, proofs and a verdict
 /// Default largest frame (head + bulk) either side accepts.
 pub const DEFAULT_MAX_FRAME: usize = 64 * 1024 * 1024;
 /// Default established connections a server serves at once.

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use transport::tcp::{self, Close, Hello, ServerOptions, ServerStats, TcpClient, TcpClientOptions, HELLO_LEN};
+use transport::tcp::{self, Close, ServerOptions, ServerStats, TcpClient, TcpClientOptions};
 use transport::{Message, RpcClient, RpcService, TransportError};
 
 const MIB: usize = 1 << 20;
@@ -87,11 +87,7 @@ fn rss() -> usize {
 /// A raw connection past a good hello.
 async fn hello(addr: &str) -> TcpStream {
     let mut s = TcpStream::connect(addr).await.unwrap();
-    s.write_all(&Hello::ours(tcp::DEFAULT_MAX_FRAME, None).wire()).await.unwrap();
-    let mut h = [0u8; HELLO_LEN];
-    s.read_exact(&mut h).await.unwrap();
-    assert_eq!(&h[..4], b"IMCA");
-    assert_eq!(u16::from_le_bytes([h[6], h[7]]), 0, "hello accepted");
+    tcp::handshake::client(&mut s, addr, tcp::DEFAULT_MAX_FRAME, None).await.expect("hello accepted");
     s
 }
 

@@ -378,6 +378,53 @@ async fn garbage_from_a_peer_drops_only_that_connection() {
     srv.stop().await;
 }
 
+fn key(b: u8) -> secret::Key {
+    secret::Secret::from_bytes(&[b; 32]).unwrap().key(secret::Purpose::RpcHandshake)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_peer_holding_the_volume_key_is_served() {
+    let svc: Arc<TestService> = Arc::default();
+    let with = |k: u8| RdmaOptions { auth: Some(key(k)), ..opts() };
+    let srv = start(svc.clone(), with(1)).await;
+    let good = RdmaClient::connect(&srv.addr, with(1)).await.unwrap();
+    let r = good.call(msg("echo", Bytes::from_static(b"hi")), 0).await.unwrap();
+    assert_eq!(&r.bulk[..], b"hi");
+
+    // Another volume's key: the client refuses the server's proof.
+    match RdmaClient::connect(&srv.addr, with(2)).await {
+        Err(TransportError::Auth(m)) => assert!(m.contains("does not hold this volume's secret"), "{m}"),
+        other => panic!("expected an authentication error, got {:?}", other.err()),
+    }
+    // No key: the server rejects the connection request.
+    match RdmaClient::connect(&srv.addr, opts()).await {
+        Err(TransportError::Connect(e)) => assert!(e.contains("rejected"), "{e}"),
+        other => panic!("expected a rejected connection, got {:?}", other.err()),
+    }
+    // Claims to authenticate, then sends a request instead of its proof.
+    let mut hello = Vec::new();
+    hello.extend_from_slice(b"IMCH");
+    hello.extend_from_slice(&2u16.to_le_bytes());
+    hello.extend_from_slice(&32u16.to_le_bytes());
+    hello.extend_from_slice(&8192u32.to_le_bytes());
+    hello.extend_from_slice(&4096u32.to_le_bytes());
+    hello.extend_from_slice(&[5, 1, 0, 0]);
+    hello.extend_from_slice(&[0x11; 32]);
+    let sneaky = RdmaClient::connect(&srv.addr, RdmaOptions { hello_override: Some(hello), ..opts() }).await.unwrap();
+    assert!(sneaky.call(msg("echo", Bytes::from_static(b"x")), 0).await.is_err());
+    assert_eq!(svc.seen.load(Ordering::SeqCst), 1, "only the authenticated call reached the service");
+    assert!(good.call(msg("echo", Bytes::from_static(b"again")), 0).await.is_ok(), "the good client is unaffected");
+
+    // A client with a key refuses a server without one.
+    let open = start(Arc::default(), opts()).await;
+    match RdmaClient::connect(&open.addr, with(1)).await {
+        Err(TransportError::Auth(m)) => assert!(m.contains("does not authenticate"), "{m}"),
+        other => panic!("expected an authentication error, got {:?}", other.err()),
+    }
+    open.stop().await;
+    srv.stop().await;
+}
+
 /// The measurement behind `copy_threshold`; prints a table (`--nocapture`).
 #[test]
 fn copy_vs_register() {

@@ -314,6 +314,14 @@ impl Cluster {
         let dir = tempfile::Builder::new().prefix("imca-test-").tempdir().expect("tempdir");
         std::fs::create_dir_all(dir.path().join("logs")).expect("logs dir");
         let mut c = Cluster { spec: spec.clone(), dir, storage: Vec::new(), cache: Vec::new(), gateways: Vec::new() };
+        // The volume secret, made as an operator would (credentials are on,
+        // as by default, in every test that does not ask for --insecure).
+        let out = std::process::Command::new(imca_bin())
+            .args(["secret", "new"])
+            .arg(c.secret_file())
+            .output()
+            .expect("imca secret new");
+        assert!(out.status.success(), "imca secret new: {}", String::from_utf8_lossy(&out.stderr));
         for i in 0..spec.storage {
             c.start_storage(i);
         }
@@ -351,6 +359,9 @@ impl Cluster {
         args.extend(["--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--ready-file"].map(OsString::from));
         args.push(ready.clone().into());
         args.extend(self.spec.storage_args.iter().map(OsString::from));
+        if !args.iter().any(|a| a == "--insecure") {
+            args.extend(["--secret-file".into(), self.secret_file().into()]);
+        }
         let mut d = Daemon::start(&name, imca_bin(), args, Some(ready), &self.logs());
         // A restart must come back on the same address.
         let addr = d.addr();
@@ -438,14 +449,23 @@ impl Cluster {
         args.extend(extra.iter().map(OsString::from));
         // An admin API takes changes only with a token: one per cluster, as
         // `imca up` does, unless the test names its own.
-        let has = |flag: &str| args.iter().any(|a| a == flag);
-        if has("--admin") && !has("--admin-token-file") {
+        let has = |args: &[OsString], flag: &str| args.iter().any(|a| a == flag);
+        if has(&args, "--admin") && !has(&args, "--admin-token-file") {
             args.extend(["--admin-token-file".into(), self.admin_token_file().into()]);
+        }
+        let needs_secret = !has(&args, "--insecure") && !has(&args, "--secret-file");
+        if needs_secret {
+            args.extend(["--secret-file".into(), self.secret_file().into()]);
         }
         args.push(mount.clone().into());
         let daemon = Daemon::start(&name, imca_bin(), args, Some(ready), &self.logs());
         self.gateways.push(Gateway { daemon, mount });
         i
+    }
+
+    /// The volume secret every daemon of the cluster is given (mode 0600).
+    pub fn secret_file(&self) -> PathBuf {
+        self.dir.path().join("volume.secret")
     }
 
     /// The admin token file the cluster's gateways share (created by the

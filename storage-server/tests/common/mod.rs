@@ -21,15 +21,36 @@ pub async fn env() -> Env {
     env_with(|_| {}).await
 }
 
+/// The volume secret of every test server here (credentials are on, as by
+/// default; only the tests about authentication use another).
+pub fn secret() -> secret::Secret {
+    secret::Secret::from_bytes(&[0x5e; 32]).unwrap()
+}
+
+/// The handshake key that goes with [`secret`].
+pub fn key() -> secret::Key {
+    secret().key(secret::Purpose::RpcHandshake)
+}
+
+/// A server's arguments for `export`, with the test volume's secret.
+pub fn args(export: impl Into<PathBuf>) -> Args {
+    Args { credentials: daemon::Credentials::with(secret()), ..Args::new(export) }
+}
+
+/// A gateway's client options, with the test volume's key.
+pub fn opts() -> ClientOptions {
+    ClientOptions { auth: Some(key()), ..Default::default() }
+}
+
 /// A server over `export` started with `args` changed by `set`, and a client.
 pub async fn env_with(set: impl FnOnce(&mut Args)) -> Env {
     let dir = tempfile::tempdir().unwrap();
     let export = dir.path().join("export");
     std::fs::create_dir(&export).unwrap();
-    let mut args = Args::new(&export);
+    let mut args = self::args(&export);
     set(&mut args);
     let server = storage_server::start(args).await.unwrap();
-    let opts = ClientOptions { op_timeout: Duration::from_secs(20), ..Default::default() };
+    let opts = ClientOptions { op_timeout: Duration::from_secs(20), ..opts() };
     let c = protocol_client::connect(&server.addr.to_string(), opts).await.unwrap();
     Env { _dir: dir, export, server, c }
 }

@@ -227,13 +227,18 @@ async fn connect(addr: &str, opts: &RdmaOptions, stats: Arc<Counters>) -> Result
         msg_size: opts.msg_size,
         inline_threshold: opts.inline_threshold,
         active_mtu: port.active_mtu as u8,
+        flags: if opts.auth.is_some() { proto::HF_AUTH } else { 0 },
     };
     // Credits and QP depth are sized from our own offer until the peer answers;
     // the peer can only lower msg_size and inline_threshold.
     let provisional = proto::agree(&local, &local);
     let conn = Conn::new(dom.clone(), id, ch, provisional, opts.clone(), addr.to_string(), stats.clone(), exposed_access())
         .map_err(cerr)?;
-    let hello = opts.hello_override.clone().unwrap_or_else(|| local.encode().to_vec());
+    let hello = opts.hello_override.clone().unwrap_or_else(|| {
+        let mut req = local.encode().to_vec();
+        req.extend_from_slice(&secret::nonce());
+        req
+    });
     {
         let mut param: rdma_conn_param = unsafe { std::mem::zeroed() };
         param.private_data = hello.as_ptr() as *const _;
@@ -246,13 +251,40 @@ async fn connect(addr: &str, opts: &RdmaOptions, stats: Arc<Counters>) -> Result
         check(unsafe { rdma_connect(conn.id().0, &mut param) }, "rdma_connect").map_err(cerr)?;
     }
     let ev = conn_event(&conn).await.map_err(cerr)?;
-    let remote = Hello::decode(&ev.private_data()).map_err(|e| TransportError::Protocol(format!("{addr}: {e}")))?;
+    let rep = ev.private_data();
     drop(ev);
+    let remote = Hello::decode(&rep).map_err(|e| TransportError::Protocol(format!("{addr}: {e}")))?;
+    // With a key, the server proves it holds it before we use the connection.
+    let proof = match &opts.auth {
+        None => None,
+        Some(key) => {
+            if remote.flags & proto::HF_AUTH == 0 || rep.len() < proto::REP_LEN {
+                return Err(TransportError::Auth(format!(
+                    "{addr}: the RDMA server does not authenticate (started with --insecure?); \
+                     refusing it, since this client holds a volume secret"
+                )));
+            }
+            let req = &hello[..proto::REQ_LEN.min(hello.len())];
+            if !crate::auth::check_server(key, req, &rep[..proto::REQ_LEN], &rep[proto::REQ_LEN..proto::REP_LEN]) {
+                return Err(TransportError::Auth(format!(
+                    "{addr}: the RDMA server failed authentication: it does not hold this volume's secret"
+                )));
+            }
+            Some(crate::auth::client_proof(key, req, &rep[..proto::REP_LEN]))
+        }
+    };
     let agreed = proto::agree(&local, &remote);
     let roce = port.link_layer == 2; // IBV_LINK_LAYER_ETHERNET
     conn.qp.to_rts(conn.id(), agreed.path_mtu, roce, opts).map_err(cerr)?;
     check(unsafe { rdma_establish(conn.id().0) }, "rdma_establish").map_err(cerr)?;
     let conn = Conn::with_agreed(conn, agreed);
+    if let Some(proof) = proof {
+        // The first Send on the connection, before any request can be.
+        let mut b = conn.dom.local.get(HEADER_LEN + proof.len()).map_err(cerr)?;
+        Header { kind: proto::KIND_AUTH, head_len: proof.len() as u32, ..Default::default() }.encode(b.full_mut());
+        b.full_mut()[HEADER_LEN..HEADER_LEN + proof.len()].copy_from_slice(&proof);
+        conn.send(b, Vec::new(), |_| {}).await?;
+    }
     stats.connections.fetch_add(1, Relaxed);
     tracing::info!(peer = %addr, ?agreed, "RDMA connection established");
     Ok(conn)

@@ -78,6 +78,16 @@ pub(crate) struct State {
 /// What to do with a received request or reply.
 pub(crate) type OnRequest = Arc<dyn Fn(&Arc<Conn>, Header, Bytes) + Send + Sync>;
 
+/// Server: what checking the client's proof needs (`crate::auth`), kept
+/// until its KIND_AUTH arrives.
+pub(crate) struct PendingAuth {
+    pub key: secret::Key,
+    /// the client's CM REQ private data (hello + nonce)
+    pub req: Vec<u8>,
+    /// our CM REP private data (hello + nonce + proof)
+    pub rep: Vec<u8>,
+}
+
 pub(crate) enum Role {
     Client,
     Server(OnRequest),
@@ -100,6 +110,9 @@ pub(crate) struct Conn {
     dead: AtomicBool,
     /// Server: requests being handled at once (bounds send-queue use).
     pub handlers: Semaphore,
+    /// Server: the proof still owed by the client; no request is served
+    /// while it is. `None`: proved, or no key (`--insecure`).
+    auth: Mutex<Option<PendingAuth>>,
 }
 
 impl Conn {
@@ -144,6 +157,7 @@ impl Conn {
             credit_notify: Notify::new(),
             kill: Notify::new(),
             dead: AtomicBool::new(false),
+            auth: Mutex::new(None),
         });
         {
             let mut st = conn.state.lock().unwrap();
@@ -154,6 +168,29 @@ impl Conn {
             }
         }
         Ok(conn)
+    }
+
+    /// Server: serve nothing until the client proves the key in `pending`.
+    pub(crate) fn expect_auth(&self, pending: Option<PendingAuth>) {
+        *self.auth.lock().unwrap() = pending;
+    }
+
+    pub(crate) fn awaits_auth(&self) -> bool {
+        self.auth.lock().unwrap().is_some()
+    }
+
+    /// Server: a KIND_AUTH message. `Err` names why the connection must close.
+    fn check_auth(&self, proof: &[u8]) -> Result<(), String> {
+        let Some(p) = self.auth.lock().unwrap().take() else {
+            return Err("an authentication message nobody asked for".into());
+        };
+        if crate::auth::check_client(&p.key, &p.req, &p.rep, proof) {
+            Ok(())
+        } else {
+            Err("client failed authentication: its proof does not match this volume's secret \
+                 (a gateway with another --secret-file, or not one of ours)"
+                .into())
+        }
     }
 
     pub(crate) fn id(&self) -> &CmId {
@@ -512,8 +549,22 @@ impl Conn {
                         }
                     }
                     Role::Server(_) => {
+                        if h.kind == proto::KIND_AUTH {
+                            if let Err(why) = self.check_auth(&inline) {
+                                self.stats.rejected.fetch_add(1, Relaxed);
+                                tracing::warn!(peer = %self.peer, "RDMA connection refused: {why}");
+                                self.fail_locked(&mut st, &why);
+                            }
+                            continue;
+                        }
                         if h.kind != proto::KIND_REQUEST {
                             self.fail_locked(&mut st, "client sent a reply");
+                            continue;
+                        }
+                        if self.awaits_auth() {
+                            self.stats.rejected.fetch_add(1, Relaxed);
+                            tracing::warn!(peer = %self.peer, "RDMA connection refused: a request before authentication");
+                            self.fail_locked(&mut st, "a request before authentication");
                             continue;
                         }
                         deliveries.push((h, inline));

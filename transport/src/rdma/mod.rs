@@ -92,6 +92,10 @@ pub struct RdmaOptions {
     pub drain_timeout: Duration,
     /// Bytes of application buffers a registration cache keeps registered.
     pub mr_cache_bytes: usize,
+    /// The volume's handshake key: both ends prove they hold it before any
+    /// request is served (`crate::auth`). `None`: `--insecure` (and the
+    /// cache bank, whose nodes hold no volume secret).
+    pub auth: Option<secret::Key>,
     /// Tests only: send these bytes as the handshake instead of ours.
     #[doc(hidden)]
     pub hello_override: Option<Vec<u8>>,
@@ -115,6 +119,7 @@ impl Default for RdmaOptions {
             call_timeout: Duration::from_secs(30),
             drain_timeout: Duration::from_secs(5),
             mr_cache_bytes: 256 << 20,
+            auth: None,
             hello_override: None,
         }
     }

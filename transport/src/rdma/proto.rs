@@ -3,9 +3,13 @@
 //! are unit-tested on any machine.
 //!
 //! ```text
-//! handshake (20 bytes, in the CM REQ and REP):
+//! handshake (in the CM REQ and REP; `crate::auth` for the proofs):
 //!   0 "IMCH" | 4 u16 version | 6 u16 recv_count | 8 u32 msg_size
-//!   | 12 u32 inline_threshold | 16 u8 active_mtu (ibv_mtu) | 17..20 zero
+//!   | 12 u32 inline_threshold | 16 u8 active_mtu (ibv_mtu) | 17 u8 flags (1: authenticates) | 18..20 zero
+//!   | 20 nonce[32]                      (REQ: 52 bytes, within the CM's 56)
+//!   | 52 proof[32]                      (REP only: 84 bytes)
+//! then, with a volume key, the client's first Send is KIND_AUTH carrying
+//! its proof as a 32-byte inline head; the server serves no request before.
 //!
 //! message header (HEADER_LEN bytes, little-endian), then the inline parts:
 //!   0 "IMCR" | 4 u8 kind | 5 u8 flags | 6 u16 credits returned | 8 u64 call id
@@ -22,15 +26,23 @@ use crate::TransportError;
 
 pub(crate) const HEADER_LEN: usize = 80;
 pub(crate) const HELLO_LEN: usize = 20;
+/// A client's CM REQ private data: hello and nonce.
+pub(crate) const REQ_LEN: usize = HELLO_LEN + 32;
+/// A server's CM REP private data: hello, nonce and proof.
+pub(crate) const REP_LEN: usize = REQ_LEN + 32;
+/// Hello flag: the sender holds the volume's handshake key.
+pub(crate) const HF_AUTH: u8 = 1;
 const MAGIC: [u8; 4] = *b"IMCR";
 const HELLO_MAGIC: [u8; 4] = *b"IMCH";
-pub(crate) const VERSION: u16 = 1;
+pub(crate) const VERSION: u16 = 2; // 2: nonces, proofs and KIND_AUTH
 /// No head or bulk may exceed this (matches the TCP transport's frame cap).
 pub(crate) const MAX_PART: u32 = 64 * 1024 * 1024;
 
 pub(crate) const KIND_REQUEST: u8 = 1;
 pub(crate) const KIND_REPLY: u8 = 2;
 pub(crate) const KIND_CREDIT: u8 = 3;
+/// The client's proof of the volume key (inline head of 32 bytes), first.
+pub(crate) const KIND_AUTH: u8 = 4;
 
 /// Request: the head is not inline; it starts the `read` region.
 pub(crate) const F_HEAD_REMOTE: u8 = 1;
@@ -159,6 +171,11 @@ impl Header {
                     return bad("credit update with a payload");
                 }
             }
+            KIND_AUTH => {
+                if h.flags != 0 || h.head_len != 32 || h.bulk_len != 0 {
+                    return bad("an authentication message is a 32-byte proof");
+                }
+            }
             k => return bad(&format!("unknown message kind {k}")),
         }
         if h.inline_len() != buf.len() - HEADER_LEN {
@@ -179,6 +196,7 @@ pub(crate) struct Hello {
     pub msg_size: u32,
     pub inline_threshold: u32,
     pub active_mtu: u8,
+    pub flags: u8,
 }
 
 impl Hello {
@@ -190,6 +208,7 @@ impl Hello {
         b[8..12].copy_from_slice(&self.msg_size.to_le_bytes());
         b[12..16].copy_from_slice(&self.inline_threshold.to_le_bytes());
         b[16] = self.active_mtu;
+        b[17] = self.flags;
         b
     }
 
@@ -207,6 +226,7 @@ impl Hello {
             msg_size: u32::from_le_bytes(b[8..12].try_into().unwrap()),
             inline_threshold: u32::from_le_bytes(b[12..16].try_into().unwrap()),
             active_mtu: b[16],
+            flags: b[17],
         };
         if h.recv_count < 2 {
             return Err(format!("peer offers {} receive buffers; at least 2 are needed", h.recv_count));
@@ -302,8 +322,8 @@ mod tests {
 
     #[test]
     fn hello_round_trips_and_agrees() {
-        let a = Hello { recv_count: 16, msg_size: 8192, inline_threshold: 4096, active_mtu: 5 };
-        let b = Hello { recv_count: 4, msg_size: 4096, inline_threshold: 8000, active_mtu: 3 };
+        let a = Hello { recv_count: 16, msg_size: 8192, inline_threshold: 4096, active_mtu: 5, flags: 0 };
+        let b = Hello { recv_count: 4, msg_size: 4096, inline_threshold: 8000, active_mtu: 3, flags: HF_AUTH };
         let mut padded = a.encode().to_vec();
         padded.extend_from_slice(&[0; 36]);
         assert_eq!(Hello::decode(&padded).unwrap(), a);

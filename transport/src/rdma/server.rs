@@ -3,7 +3,7 @@
 //! driver task, each request in its own task.
 
 use super::cm::{peer_addr, resolve, CmEvent, CmId, EventChannel, RawAddr};
-use super::conn::{Conn, Holder, OnRequest, Role};
+use super::conn::{Conn, Holder, OnRequest, PendingAuth, Role};
 use super::device::{check, Domain};
 use super::proto::{self, Header, Hello, Region, HEADER_LEN, MAX_PART};
 use super::{Counters, RdmaOptions, RdmaStats};
@@ -85,6 +85,17 @@ pub async fn serve(
             Ok(c) => {
                 conns.retain(|w| w.strong_count() > 0);
                 conns.push(Arc::downgrade(&c));
+                if c.awaits_auth() {
+                    // A peer that never proves the key holds its QP only this long.
+                    let (w, t) = (Arc::downgrade(&c), c.opts.connect_timeout);
+                    tokio::spawn(async move {
+                        tokio::time::sleep(t).await;
+                        if let Some(c) = w.upgrade().filter(|c| c.awaits_auth()) {
+                            tracing::warn!(peer = %c.peer, "RDMA peer did not authenticate within {t:?}; closing");
+                            c.close("no authentication");
+                        }
+                    });
+                }
                 tokio::spawn(c.drive(Role::Server(on_request.clone())));
             }
             Err(e) => tracing::warn!(listener = %listener.addr, "RDMA connection refused: {e}"),
@@ -107,7 +118,13 @@ fn accept(ev: CmEvent, opts: &RdmaOptions, stats: &Arc<Counters>) -> io::Result<
     let pd = ev.private_data();
     drop(ev); // acknowledged: required before the id can migrate
     let peer = peer_addr(&child);
-    let remote = match Hello::decode(&pd) {
+    let decoded = Hello::decode(&pd).and_then(|h| match &opts.auth {
+        Some(_) if h.flags & proto::HF_AUTH == 0 || pd.len() < proto::REQ_LEN => Err(
+            "client offered no volume credentials (a gateway without --secret-file, or not one of ours)".to_string(),
+        ),
+        _ => Ok(h),
+    });
+    let remote = match decoded {
         Ok(h) => h,
         Err(why) => {
             stats.rejected.fetch_add(1, Relaxed);
@@ -126,13 +143,24 @@ fn accept(ev: CmEvent, opts: &RdmaOptions, stats: &Arc<Counters>) -> io::Result<
         msg_size: opts.msg_size,
         inline_threshold: opts.inline_threshold,
         active_mtu: port.active_mtu as u8,
+        flags: if opts.auth.is_some() { proto::HF_AUTH } else { 0 },
     };
+    // Our REP: hello, nonce, and (with a key) our proof over both.
+    let mut rep = local.encode().to_vec();
+    rep.extend_from_slice(&secret::nonce());
+    let pending_auth = opts.auth.as_ref().map(|key| {
+        let req = pd[..proto::REQ_LEN].to_vec();
+        let proof = crate::auth::server_proof(key, &req, &rep);
+        rep.extend_from_slice(&proof);
+        PendingAuth { key: key.clone(), req, rep: rep.clone() }
+    });
     let agreed = proto::agree(&local, &remote);
     let max_rd = dom.dev.max_rd_atom;
     // No remote access at all: a server's memory is never reachable.
     let conn = Conn::new(dom, child, ch, agreed, opts.clone(), peer.clone(), stats.clone(), ibv_access_flags(0))?;
     conn.qp.to_rts(conn.id(), agreed.path_mtu, port.link_layer == 2, opts)?;
-    let hello = local.encode();
+    conn.expect_auth(pending_auth);
+    let hello = rep;
     let mut param: rdma_conn_param = unsafe { std::mem::zeroed() };
     param.private_data = hello.as_ptr() as *const _;
     param.private_data_len = hello.len() as u8;

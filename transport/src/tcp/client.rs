@@ -1,14 +1,14 @@
 //! The client end: one multiplexed connection, reconnected on demand.
 
-use super::frame::{self, read_hello, Hello, ReadEnd, HEADER_LEN, STATUS_BUSY, STATUS_OK};
-use super::{DEFAULT_MAX_FRAME, PROTOCOL_VERSION};
+use super::frame::{self, Hello, ReadEnd, HEADER_LEN};
+use super::DEFAULT_MAX_FRAME;
 use crate::{Message, RpcClient, TransportError};
 use async_trait::async_trait;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
+use super::tls::Stream;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -28,6 +28,11 @@ pub struct TcpClientOptions {
     /// After a connect attempt timed out (peer blackholed), calls fail at
     /// once for this long. A refused connection (peer down) never waits.
     pub reconnect_backoff: Duration,
+    /// The volume's handshake key: the server must prove it holds it, and
+    /// we prove it in turn. `None` only talks to `--insecure` servers.
+    pub auth: Option<secret::Key>,
+    /// TLS under the hello (`tls.rs`); `None`: plain TCP.
+    pub tls: Option<super::tls::ClientTls>,
 }
 
 impl Default for TcpClientOptions {
@@ -38,6 +43,8 @@ impl Default for TcpClientOptions {
             max_frame: DEFAULT_MAX_FRAME,
             queue_depth: 1024,
             reconnect_backoff: Duration::from_secs(1),
+            auth: None,
+            tls: None,
         }
     }
 }
@@ -192,7 +199,7 @@ impl TcpClient {
 
     async fn open(&self) -> Result<Conn, TransportError> {
         let t = self.opts.connect_timeout;
-        let (stream, theirs) = tokio::time::timeout(t, handshake(&self.addr, self.opts.max_frame))
+        let (stream, theirs) = tokio::time::timeout(t, handshake(&self.addr, &self.opts))
             .await
             .map_err(|_| TransportError::Connect(format!("{}: connect/handshake timed out after {t:?}", self.addr)))??;
         let (rd, wr) = stream.into_split();
@@ -302,23 +309,16 @@ impl Drop for Forget<'_> {
     }
 }
 
-async fn handshake(addr: &str, max_frame: usize) -> Result<(TcpStream, Hello), TransportError> {
-    let mut s = TcpStream::connect(addr).await.map_err(|e| TransportError::Connect(format!("{addr}: {e}")))?;
+async fn handshake(addr: &str, opts: &TcpClientOptions) -> Result<(Stream, Hello), TransportError> {
+    let s = TcpStream::connect(addr).await.map_err(|e| TransportError::Connect(format!("{addr}: {e}")))?;
     s.set_nodelay(true)?;
-    s.write_all(&Hello::ours(max_frame, None).wire()).await?;
-    let theirs = read_hello(&mut s)
-        .await
-        .map_err(|e| TransportError::Connect(format!("{addr}: handshake: {e}")))?
-        .map_err(|e| TransportError::Protocol(format!("{addr}: {e}")))?;
-    if theirs.status == STATUS_BUSY {
-        return Err(TransportError::Connect(format!("{addr}: server busy: every connection slot is taken")));
-    }
-    if theirs.status != STATUS_OK || theirs.version != PROTOCOL_VERSION {
-        return Err(TransportError::Protocol(format!(
-            "{addr}: protocol version mismatch: we speak {PROTOCOL_VERSION}, the server speaks {}",
-            theirs.version
-        )));
-    }
+    let mut s = match &opts.tls {
+        None => Stream::Plain(s),
+        Some(tls) => tls.connect(addr, s).await.map_err(|e| {
+            TransportError::Connect(format!("{addr}: TLS handshake failed: {e} (does the server run with --tls-cert?)"))
+        })?,
+    };
+    let theirs = super::handshake::client(&mut s, addr, opts.max_frame, opts.auth.as_ref()).await?;
     Ok((s, theirs))
 }
 

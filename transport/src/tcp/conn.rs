@@ -21,7 +21,6 @@ use crate::Message;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
@@ -31,7 +30,7 @@ const HEAD_ALLOWANCE: usize = 4 * 1024;
 
 /// A socket past a successful hello, holding a connection slot.
 pub(super) struct Established {
-    pub stream: TcpStream,
+    pub stream: super::tls::Stream,
     pub peer: SocketAddr,
     /// the client's hello (what it accepts)
     pub hello: Hello,

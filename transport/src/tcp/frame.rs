@@ -58,18 +58,35 @@ pub fn encode_header(id: u64, msg: &Message) -> [u8; HEADER_LEN] {
     h
 }
 
-/// A hello's length (version 3 on).
-pub const HELLO_LEN: usize = 16;
-/// What every version's hello starts with, and all a refusal carries:
-/// magic, version, status.
+/// A hello's length (version 4 on).
+pub const HELLO_LEN: usize = 88;
+/// Where a hello's proof starts (what the server's proof covers of its own hello).
+pub const HELLO_PROOF_AT: usize = 56;
+/// A client's proof of the volume secret, sent after the server's hello.
+pub const PROOF_LEN: usize = 32;
+/// What every version's hello starts with, all a refusal carries, and the
+/// server's final verdict: magic, version, status.
 pub const HELLO_PREFIX: usize = 8;
 pub const STATUS_OK: u16 = 0;
 /// The peer speaks another protocol version.
 pub const STATUS_VERSION: u16 = 1;
 /// Every connection slot is busy.
 pub const STATUS_BUSY: u16 = 2;
+/// The server needs volume credentials and the client offered none.
+pub const STATUS_AUTH_REQUIRED: u16 = 3;
+/// The client's proof did not verify (another volume's secret, or none).
+pub const STATUS_AUTH_FAILED: u16 = 4;
+/// The server speaks TLS and the client did not (sent in plain text).
+pub const STATUS_TLS_REQUIRED: u16 = 5;
+/// Hello flag: the sender holds the volume's handshake key and authenticates.
+pub const F_AUTH: u32 = 1;
 
-/// One side's hello: who it is and what it accepts.
+/// One side's hello: who it is, what it accepts, and its challenge.
+///
+/// ```text
+///  0 "IMCA" | 4 u16 version | 6 u16 status | 8 u32 max_frame | 12 u32 idle_timeout_ms
+///  16 u32 flags | 20 u32 0 | 24 nonce[32] | 56 proof[32] (server; zero from a client)
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Hello {
     pub version: u16,
@@ -78,23 +95,42 @@ pub struct Hello {
     pub max_frame: u32,
     /// a server closes a quiet connection after this long (0 = never)
     pub idle_timeout_ms: u32,
+    pub flags: u32,
+    /// the sender's fresh challenge
+    pub nonce: [u8; 32],
+    /// a server's proof that it holds the volume's key (`crate::auth`)
+    pub proof: [u8; 32],
 }
 
 impl Hello {
-    /// Our hello, offering these limits.
+    /// Our hello, offering these limits (no challenge yet).
     pub fn ours(max_frame: usize, idle_timeout: Option<Duration>) -> Hello {
         Hello {
             version: PROTOCOL_VERSION,
             status: STATUS_OK,
             max_frame: max_frame.min(u32::MAX as usize) as u32,
             idle_timeout_ms: idle_timeout.map_or(0, |t| t.as_millis().clamp(1, u32::MAX as u128) as u32),
+            flags: 0,
+            nonce: [0; 32],
+            proof: [0; 32],
         }
     }
 
-    /// A refusal (sent as its first `HELLO_PREFIX` bytes only, which any
-    /// version reads).
+    /// A refusal or a verdict (sent as its first `HELLO_PREFIX` bytes only,
+    /// which any version reads).
     pub fn refusal(status: u16) -> Hello {
         Hello { status, ..Hello::ours(0, None) }
+    }
+
+    /// The server's verdict after the proofs: the 8-byte prefix, always.
+    pub fn verdict(status: u16) -> [u8; HELLO_PREFIX] {
+        let mut v = [0u8; HELLO_PREFIX];
+        v.copy_from_slice(&Hello::refusal(status).encode()[..HELLO_PREFIX]);
+        v
+    }
+
+    pub fn authenticates(&self) -> bool {
+        self.flags & F_AUTH != 0
     }
 
     pub fn encode(&self) -> [u8; HELLO_LEN] {
@@ -104,6 +140,9 @@ impl Hello {
         h[6..8].copy_from_slice(&self.status.to_le_bytes());
         h[8..12].copy_from_slice(&self.max_frame.to_le_bytes());
         h[12..16].copy_from_slice(&self.idle_timeout_ms.to_le_bytes());
+        h[16..20].copy_from_slice(&self.flags.to_le_bytes());
+        h[24..56].copy_from_slice(&self.nonce);
+        h[56..88].copy_from_slice(&self.proof);
         h
     }
 
@@ -119,10 +158,23 @@ impl Hello {
     }
 }
 
-/// Read a peer's hello: the prefix, and the limits when it is an accepting
+/// Read a peer's hello: the prefix, and the rest when it is an accepting
 /// hello of our version (anything else is all a peer sends, so reading on
-/// would wait for bytes that never come).
+/// would wait for bytes that never come). Also reads a verdict, with
+/// `prefix_only`.
 pub async fn read_hello<R: AsyncRead + Unpin>(rd: &mut R) -> std::io::Result<Result<Hello, String>> {
+    read_hello_or_verdict(rd, false).await
+}
+
+/// The server's last word before frames: "IMCA", version, status.
+pub async fn read_verdict<R: AsyncRead + Unpin>(rd: &mut R) -> std::io::Result<Result<Hello, String>> {
+    read_hello_or_verdict(rd, true).await
+}
+
+async fn read_hello_or_verdict<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    prefix_only: bool,
+) -> std::io::Result<Result<Hello, String>> {
     let mut h = [0u8; HELLO_LEN];
     rd.read_exact(&mut h[..HELLO_PREFIX]).await?;
     if h[..4] != MAGIC {
@@ -130,11 +182,15 @@ pub async fn read_hello<R: AsyncRead + Unpin>(rd: &mut R) -> std::io::Result<Res
     }
     let word = |i: usize| u16::from_le_bytes([h[i], h[i + 1]]);
     let (version, status) = (word(4), word(6));
-    if version == PROTOCOL_VERSION && status == STATUS_OK {
+    if !prefix_only && version == PROTOCOL_VERSION && status == STATUS_OK {
         rd.read_exact(&mut h[HELLO_PREFIX..]).await?;
     }
     let long = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
-    Ok(Ok(Hello { version, status, max_frame: long(8), idle_timeout_ms: long(12) }))
+    let mut nonce = [0u8; 32];
+    let mut proof = [0u8; 32];
+    nonce.copy_from_slice(&h[24..56]);
+    proof.copy_from_slice(&h[56..88]);
+    Ok(Ok(Hello { version, status, max_frame: long(8), idle_timeout_ms: long(12), flags: long(16), nonce, proof }))
 }
 
 /// How a frame stream ended.

@@ -19,9 +19,12 @@
 use super::activity::Activity;
 use super::budget::Pool;
 use super::conn::{self, Established};
-use super::frame::{read_hello, Hello, STATUS_BUSY, STATUS_OK, STATUS_VERSION};
+use super::frame::{Hello, STATUS_BUSY, STATUS_OK, STATUS_TLS_REQUIRED};
+use super::tls::Stream;
+use super::handshake;
 use super::stats::{Close, ServerStats};
 use super::*;
+use crate::log_gate::LogGate;
 use crate::RpcService;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -29,7 +32,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::{AbortHandle, JoinSet};
@@ -66,6 +69,14 @@ pub struct ServerOptions {
     pub memory: usize,
     /// Counters; keep a clone to read them.
     pub stats: Arc<ServerStats>,
+    /// The volume's handshake key: clients must prove they hold it before
+    /// any operation (`crate::auth`). `None` serves anyone (`--insecure`).
+    pub auth: Option<secret::Key>,
+    /// TLS under the hello (`tls.rs`); `None`: plain TCP.
+    pub tls: Option<super::tls::ServerTls>,
+    /// Client networks allowed to connect (GlusterFS `auth.allow`); a
+    /// connection from elsewhere is closed at once. Empty: any.
+    pub allow: Vec<super::Cidr>,
 }
 
 impl Default for ServerOptions {
@@ -81,6 +92,9 @@ impl Default for ServerOptions {
             conn_memory: DEFAULT_CONN_MEMORY,
             memory: DEFAULT_SERVER_MEMORY,
             stats: Arc::default(),
+            auth: None,
+            tls: None,
+            allow: Vec::new(),
         }
     }
 }
@@ -185,6 +199,14 @@ pub async fn serve(
             _ = &mut shutdown => break,
             r = listener.accept() => match r {
                 Ok((stream, peer)) => {
+                    if !super::allow::allows(&shared.opts.allow, peer.ip()) {
+                        shared.stats().count(Close::NotAllowed);
+                        static NOT_ALLOWED: LogGate = LogGate::new(Duration::from_secs(1));
+                        if let Some(held) = NOT_ALLOWED.pass() {
+                            tracing::warn!(%peer, held, "storage RPC connection refused: the address is not in --auth-allow");
+                        }
+                        continue; // dropped: closed without a word
+                    }
                     oldest_first.retain(|h| !h.is_finished());
                     if oldest_first.len() >= shared.opts.max_handshakes.max(1) {
                         if let Some(h) = oldest_first.pop_front() {
@@ -221,7 +243,7 @@ pub async fn serve(
 
 /// Hello within the deadline, or the socket is closed. Holds a handshake
 /// slot (counted in `handshakes`) until it returns or is aborted.
-async fn handshake(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) -> Option<Established> {
+async fn handshake(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) -> Option<Established> {
     let stats = &shared.opts.stats;
     stats.handshakes.fetch_add(1, Relaxed);
     struct Leave<'a>(&'a ServerStats);
@@ -231,13 +253,25 @@ async fn handshake(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>)
         }
     }
     let _leave = Leave(stats);
-    match tokio::time::timeout(shared.opts.handshake_timeout, hello(&mut stream, &shared)).await {
-        Ok(Ok((hello, slot))) => Some(Established { stream, peer, hello, slot }),
+    let opened = async {
+        let mut stream = open(stream, &shared).await?;
+        let (hello, slot) = hello(&mut stream, &shared).await?;
+        Ok((stream, hello, slot))
+    };
+    match tokio::time::timeout(shared.opts.handshake_timeout, opened).await {
+        Ok(Ok((stream, hello, slot))) => Some(Established { stream, peer, hello, slot }),
         Ok(Err((why, detail))) => {
             stats.count(why);
+            // Anyone who can connect can make these: log at a bounded rate.
+            static REFUSED: LogGate = LogGate::new(Duration::from_secs(1));
             match why {
                 Close::Peer => tracing::debug!(%peer, "storage RPC handshake: {detail}"),
-                _ => tracing::warn!(%peer, "storage RPC handshake refused: {detail}"),
+                _ => {
+                    if let Some(held) = REFUSED.pass() {
+                        let more = if held > 0 { format!(" ({held} more since the last line)") } else { String::new() };
+                        tracing::warn!(%peer, "storage RPC handshake refused: {detail}{more}");
+                    }
+                }
             }
             None
         }
@@ -249,36 +283,45 @@ async fn handshake(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>)
     }
 }
 
-async fn hello(s: &mut TcpStream, shared: &Shared) -> Result<(Hello, OwnedSemaphorePermit), (Close, String)> {
+/// The byte stream the hello runs on: TLS first when the server has it.
+async fn open(mut s: TcpStream, shared: &Shared) -> Result<Stream, (Close, String)> {
     let _ = s.set_nodelay(true);
-    let theirs = match read_hello(s).await {
+    let Some(tls) = &shared.opts.tls else { return Ok(Stream::Plain(s)) };
+    // A plain hello on a TLS port: say so in plain text, so the client's
+    // error names the cause instead of a broken TLS record.
+    let mut first = [0u8; 4];
+    if matches!(s.peek(&mut first).await, Ok(4)) && first == MAGIC {
+        refuse(&mut s, STATUS_TLS_REQUIRED).await;
+        return Err((Close::HandshakeRefused, "a plain-text client on a TLS server (give it --tls-ca)".into()));
+    }
+    tls.accept(s).await.map_err(|e| (Close::HandshakeRefused, format!("TLS handshake: {e}")))
+}
+
+async fn hello(s: &mut Stream, shared: &Shared) -> Result<(Hello, OwnedSemaphorePermit), (Close, String)> {
+    let o = &shared.opts;
+    let theirs = match handshake::server(s, o.max_frame, o.idle_timeout, o.auth.as_ref()).await {
         Ok(Ok(h)) => h,
-        Ok(Err(why)) => return Err((Close::HandshakeRefused, why)),
-        Err(e) => return Err((Close::Peer, format!("closed before the hello: {e}"))),
+        Ok(Err(r)) => {
+            if let Some(status) = r.status {
+                refuse(s, status).await;
+            }
+            return Err((if r.auth { Close::AuthFailed } else { Close::HandshakeRefused }, r.why));
+        }
+        Err(e) => return Err((Close::Peer, format!("closed during the hello: {e}"))),
     };
-    if theirs.version == PROTOCOL_VERSION && theirs.status != STATUS_OK {
-        refuse(s, STATUS_VERSION).await;
-        return Err((Close::HandshakeRefused, format!("a client hello with status {}", theirs.status)));
-    }
-    if theirs.version != PROTOCOL_VERSION {
-        refuse(s, STATUS_VERSION).await;
-        let v = theirs.version;
-        return Err((Close::HandshakeRefused, format!("client speaks protocol version {v}, this server speaks {PROTOCOL_VERSION}")));
-    }
     let Some(slot) = shared.take_slot().await else {
         refuse(s, STATUS_BUSY).await;
         let n = shared.opts.max_connections;
         return Err((Close::Busy, format!("all {n} connection slots are busy (imca storage --max-connections)")));
     };
-    let ours = Hello::ours(shared.opts.max_frame, shared.opts.idle_timeout);
-    s.write_all(&ours.wire()).await.map_err(|e| (Close::Peer, format!("writing hello: {e}")))?;
+    s.write_all(&Hello::verdict(STATUS_OK)).await.map_err(|e| (Close::Peer, format!("writing the verdict: {e}")))?;
     Ok((theirs, slot))
 }
 
 /// Say no in a way every version reads: the refusal, then our end closed,
 /// and what the client already sent read (closing on unread bytes would
 /// reset the connection, and the client might lose the refusal).
-async fn refuse(s: &mut TcpStream, status: u16) {
+async fn refuse<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, status: u16) {
     let _ = s.write_all(&Hello::refusal(status).wire()).await;
     let _ = s.shutdown().await;
     let mut sink = [0u8; 1024];

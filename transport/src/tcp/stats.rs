@@ -31,10 +31,14 @@ pub enum Close {
     HandshakeEvicted,
     /// refused at the hello: every connection slot busy
     Busy,
+    /// refused at the hello: no credentials, or a proof that did not verify
+    AuthFailed,
+    /// from an address outside the allow-list (`--auth-allow`)
+    NotAllowed,
 }
 
 impl Close {
-    pub const ALL: [Close; 12] = [
+    pub const ALL: [Close; 14] = [
         Close::Peer,
         Close::Idle,
         Close::Stalled,
@@ -47,6 +51,8 @@ impl Close {
         Close::HandshakeRefused,
         Close::HandshakeEvicted,
         Close::Busy,
+        Close::AuthFailed,
+        Close::NotAllowed,
     ];
 
     /// The `reason` label.
@@ -64,6 +70,8 @@ impl Close {
             Close::HandshakeRefused => "handshake_refused",
             Close::HandshakeEvicted => "handshake_evicted",
             Close::Busy => "busy",
+            Close::AuthFailed => "auth_failed",
+            Close::NotAllowed => "not_allowed",
         }
     }
 

@@ -139,17 +139,15 @@ async fn garbage_drops_only_that_connection() {
 
     // A good hello, then an absurd length: the server must close on us.
     let mut raw = TcpStream::connect(&s.addr).await.unwrap();
-    raw.write_all(&hello_bytes()).await.unwrap();
+    handshake::client(&mut raw, &s.addr, DEFAULT_MAX_FRAME, None).await.unwrap();
     let mut h = [0u8; HELLO_LEN];
-    raw.read_exact(&mut h).await.unwrap();
     raw.write_all(&[0xff, 0xff, 0xff, 0x7f, 1, 2, 3, 4, 5, 6, 7, 8]).await.unwrap();
     let n = tokio::time::timeout(Duration::from_secs(10), raw.read(&mut h)).await.unwrap();
     assert!(matches!(n, Ok(0) | Err(_)), "server should have closed the connection");
 
     // A truncated frame followed by EOF.
     let mut raw = TcpStream::connect(&s.addr).await.unwrap();
-    raw.write_all(&hello_bytes()).await.unwrap();
-    raw.read_exact(&mut h).await.unwrap();
+    handshake::client(&mut raw, &s.addr, DEFAULT_MAX_FRAME, None).await.unwrap();
     let f = encode_frame(9, &msg("x", vec![1; 100]));
     raw.write_all(&f[..50]).await.unwrap();
     raw.shutdown().await.unwrap();
@@ -205,9 +203,7 @@ async fn silent_server_times_out() {
         let mut keep = Vec::new();
         loop {
             let (mut s, _) = l.accept().await.unwrap();
-            let mut h = [0u8; HELLO_LEN];
-            s.read_exact(&mut h).await.unwrap();
-            s.write_all(&hello_bytes()).await.unwrap();
+            handshake::accept(&mut s, DEFAULT_MAX_FRAME, None).await.unwrap().unwrap();
             keep.push(s);
         }
     });
@@ -262,9 +258,7 @@ async fn a_silent_connection_is_replaced_after_a_timeout() {
         let mut n = 0;
         while let Ok((mut s, _)) = l.accept().await {
             n += 1;
-            let mut h = [0u8; HELLO_LEN];
-            s.read_exact(&mut h).await.unwrap();
-            s.write_all(&hello_bytes()).await.unwrap();
+            handshake::accept(&mut s, DEFAULT_MAX_FRAME, None).await.unwrap().unwrap();
             if n == 1 {
                 keep.push(s);
                 continue;

@@ -17,11 +17,14 @@ pub struct ClientOptions {
     pub op_timeout: Duration,
     /// Bound on connecting + handshake.
     pub connect_timeout: Duration,
+    /// The volume's handshake key (`secret::Purpose::RpcHandshake`): the
+    /// server must prove it holds it, and so do we. `None`: `--insecure`.
+    pub auth: Option<secret::Key>,
 }
 
 impl Default for ClientOptions {
     fn default() -> Self {
-        ClientOptions { op_timeout: DEFAULT_OP_TIMEOUT, connect_timeout: Duration::from_secs(5) }
+        ClientOptions { op_timeout: DEFAULT_OP_TIMEOUT, connect_timeout: Duration::from_secs(5), auth: None }
     }
 }
 
@@ -142,5 +145,10 @@ impl ProtocolClient {
 }
 
 fn tcp_options(o: &ClientOptions) -> TcpClientOptions {
-    TcpClientOptions { call_timeout: o.op_timeout, connect_timeout: o.connect_timeout.min(o.op_timeout), ..Default::default() }
+    TcpClientOptions {
+        call_timeout: o.op_timeout,
+        connect_timeout: o.connect_timeout.min(o.op_timeout),
+        auth: o.auth.clone(),
+        ..Default::default()
+    }
 }

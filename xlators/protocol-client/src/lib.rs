@@ -33,7 +33,7 @@ pub async fn connect_transport(addr: &str, options: ClientOptions, rdma: bool) -
         return ProtocolClient::connect(addr, options).await;
     }
     let t = options.connect_timeout.min(options.op_timeout);
-    let rpc = transport::select::client(true, addr, options.op_timeout, t);
+    let rpc = transport::select::client(true, addr, options.op_timeout, t, options.auth.clone());
     let c = ProtocolClient::new(rpc, &options);
     c.fetch_volume_config().await.map_err(|source| ClientError::Fs { addr: addr.to_string(), source })?;
     Ok(c)
