@@ -80,6 +80,11 @@ pub struct Args {
     /// The volume secret (--secret-file FILE, or --insecure).
     #[command(flatten)]
     pub credentials: daemon::Credentials,
+    /// Reach the storage servers over TLS 1.3, trusting certificates signed
+    /// by this CA (PEM; or a server's own certificate). For servers started
+    /// with --tls-cert.
+    #[arg(long, value_name = "FILE", env = "IMCA_TLS_CA")]
+    pub tls_ca: Option<PathBuf>,
     /// Where to mount.
     pub mountpoint: PathBuf,
 }
@@ -126,7 +131,11 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
     let rdma = transport::select::use_rdma(args.transport, "gateway").map_err(anyhow::Error::msg)?;
     let secret = args.credentials.load()?;
     let rpc_key = secret.as_ref().map(|s| s.key(secret::Purpose::RpcHandshake));
-    let clients = storage::connect(&args.storage_servers, timeout, rdma, rpc_key).await?;
+    let tls = args.tls_ca.as_deref().map(transport::tcp::tls::ClientTls::from_ca_file).transpose().map_err(anyhow::Error::msg)?;
+    if tls.is_some() && rdma {
+        anyhow::bail!("--tls-ca applies to TCP; RDMA connections are authenticated, not encrypted (use --transport tcp)");
+    }
+    let clients = storage::connect(&args.storage_servers, timeout, rdma, rpc_key, tls).await?;
     let leaves = clients.iter().map(|c| c.clone() as xlator::Next).collect();
 
     // One registry for everything this gateway runs (see the daemon crate).

@@ -239,11 +239,11 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
     // RDMA (rdma helper): same ip:port in rdma_cm's port space.
     if rdma {
         let svc: Arc<dyn transport::RpcService> = service.clone();
-        transport::select::serve_rdma(addr, svc, rpc_key.clone(), drain.token().stopped())
+        transport::select::serve_rdma(addr, svc, rpc_key.clone(), args.rpc.auth_allow.clone(), drain.token().stopped())
             .await
             .with_context(|| format!("listening for RDMA on {addr}"))?;
     }
-    let opts = transport::tcp::ServerOptions { auth: rpc_key, ..args.rpc.server_options(args.max_connections, rpc_stats.clone()) };
+    let opts = transport::tcp::ServerOptions { auth: rpc_key, ..args.rpc.server_options(args.max_connections, rpc_stats.clone())? };
     let token = drain.token();
     let task = tokio::spawn(async move {
         if let Err(e) = transport::tcp::serve(listener, service, opts, token.stopped()).await {

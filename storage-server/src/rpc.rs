@@ -4,6 +4,7 @@
 //! other flags in [`Args`](crate::Args).) The mechanisms are the
 //! transport's (`transport::tcp`, "Bounded resources").
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use transport::tcp::{self, parse_size, ServerOptions, ServerStats};
@@ -32,6 +33,19 @@ pub struct RpcLimits {
     /// metadata keeps flowing when large transfers wait. Accepts K, M, G.
     #[arg(long, value_name = "BYTES", env = "IMCA_RPC_MEMORY", default_value = "256M", value_parser = parse_size)]
     pub rpc_memory: usize,
+    /// Serve the storage RPC over TLS 1.3 with this certificate (PEM; it
+    /// must name the address gateways use). Needs --tls-key; gateways then
+    /// need --tls-ca. RDMA is not encrypted.
+    #[arg(long, value_name = "FILE", env = "IMCA_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", env = "IMCA_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Accept storage RPC connections (TCP and RDMA) only from these client
+    /// networks, e.g. 10.0.0.0/8,192.168.1.7 (GlusterFS auth.allow). Others
+    /// are closed at once. Default: any address.
+    #[arg(long, value_name = "CIDR,...", env = "IMCA_AUTH_ALLOW", value_delimiter = ',')]
+    pub auth_allow: Vec<transport::allow::Cidr>,
 }
 
 impl Default for RpcLimits {
@@ -41,22 +55,31 @@ impl Default for RpcLimits {
             max_frame: tcp::DEFAULT_MAX_FRAME,
             conn_memory: tcp::DEFAULT_CONN_MEMORY,
             rpc_memory: tcp::DEFAULT_SERVER_MEMORY,
+            tls_cert: None,
+            tls_key: None,
+            auth_allow: Vec::new(),
         }
     }
 }
 
 impl RpcLimits {
     /// The TCP server's options, counting into `stats`.
-    pub fn server_options(&self, max_connections: usize, stats: Arc<ServerStats>) -> ServerOptions {
-        ServerOptions {
+    pub fn server_options(&self, max_connections: usize, stats: Arc<ServerStats>) -> anyhow::Result<ServerOptions> {
+        let tls = match (&self.tls_cert, &self.tls_key) {
+            (Some(c), Some(k)) => Some(tcp::tls::ServerTls::from_files(c, k).map_err(anyhow::Error::msg)?),
+            _ => None,
+        };
+        Ok(ServerOptions {
             max_connections,
             max_frame: self.max_frame,
             idle_timeout: (!self.idle_timeout.is_zero()).then_some(self.idle_timeout),
             conn_memory: self.conn_memory,
             memory: self.rpc_memory,
             stats,
+            tls,
+            allow: self.auth_allow.clone(),
             ..Default::default()
-        }
+        })
     }
 }
 
@@ -83,7 +106,7 @@ mod tests {
         assert_eq!(parse_size("1g"), Ok(1 << 30));
         assert_eq!(parse_size("4096"), Ok(4096));
         assert!(parse_size("lots").is_err());
-        let o = RpcLimits { idle_timeout: Duration::ZERO, ..Default::default() }.server_options(7, Default::default());
+        let o = RpcLimits { idle_timeout: Duration::ZERO, ..Default::default() }.server_options(7, Default::default()).unwrap();
         assert_eq!((o.idle_timeout, o.max_connections), (None, 7), "0 means never");
     }
 }

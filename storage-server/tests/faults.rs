@@ -5,7 +5,6 @@ use bytes::Bytes;
 use common::*;
 use protocol_client::{ClientOptions, ProtocolClient};
 use std::time::{Duration, Instant};
-use storage_server::Args;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use xlator::*;

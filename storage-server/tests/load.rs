@@ -4,9 +4,7 @@
 mod common;
 use bytes::Bytes;
 use common::*;
-use protocol_client::ClientOptions;
 use std::sync::Arc;
-use storage_server::Args;
 use xlator::*;
 
 fn open_fds() -> usize {

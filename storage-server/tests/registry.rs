@@ -6,7 +6,6 @@
 mod common;
 use bytes::Bytes;
 use common::*;
-use storage_server::Args;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use xlator::*;

@@ -19,6 +19,7 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 
+pub mod allow;
 mod auth;
 pub mod log_gate;
 pub mod tcp;

@@ -116,13 +116,14 @@ pub async fn serve_rdma(
     addr: std::net::SocketAddr,
     service: Arc<dyn RpcService>,
     auth: Option<secret::Key>,
+    allow: Vec<crate::allow::Cidr>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<(std::net::SocketAddr, tokio::task::JoinHandle<()>)> {
     #[cfg(feature = "rdma")]
     {
         let l = crate::rdma::RdmaListener::bind(&addr.to_string()).await?;
         let at = l.local_addr();
-        let opts = crate::rdma::RdmaOptions { auth, ..rdma_options_from_env() };
+        let opts = crate::rdma::RdmaOptions { auth, allow, ..rdma_options_from_env() };
         let task = tokio::spawn(async move {
             if let Err(e) = crate::rdma::serve(l, service, opts, shutdown).await {
                 tracing::error!(%at, "RDMA server failed: {e}");
@@ -132,7 +133,7 @@ pub async fn serve_rdma(
     }
     #[cfg(not(feature = "rdma"))]
     {
-        let _ = (addr, service, auth, shutdown);
+        let _ = (addr, service, auth, allow, shutdown);
         Err(std::io::Error::other("this binary was built without the `rdma` feature"))
     }
 }

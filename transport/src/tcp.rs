@@ -54,14 +54,13 @@ mod client;
 mod conn;
 mod frame;
 pub mod handshake;
-mod allow;
 pub mod tls;
 mod server;
 mod stats;
 
 pub use client::{TcpClient, TcpClientOptions};
 pub use frame::{Decoded, Hello, HEADER_LEN, HELLO_LEN, HELLO_PREFIX, PROOF_LEN};
-pub use allow::Cidr;
+pub use crate::allow::Cidr;
 pub use server::{serve, ServerOptions};
 pub use stats::{Close, ServerStats};
 

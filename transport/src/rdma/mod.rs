@@ -96,6 +96,8 @@ pub struct RdmaOptions {
     /// request is served (`crate::auth`). `None`: `--insecure` (and the
     /// cache bank, whose nodes hold no volume secret).
     pub auth: Option<secret::Key>,
+    /// Server: client networks allowed to connect (`--auth-allow`); empty: any.
+    pub allow: Vec<crate::allow::Cidr>,
     /// Tests only: send these bytes as the handshake instead of ours.
     #[doc(hidden)]
     pub hello_override: Option<Vec<u8>>,
@@ -120,6 +122,7 @@ impl Default for RdmaOptions {
             drain_timeout: Duration::from_secs(5),
             mr_cache_bytes: 256 << 20,
             auth: None,
+            allow: Vec::new(),
             hello_override: None,
         }
     }

@@ -118,7 +118,10 @@ fn accept(ev: CmEvent, opts: &RdmaOptions, stats: &Arc<Counters>) -> io::Result<
     let pd = ev.private_data();
     drop(ev); // acknowledged: required before the id can migrate
     let peer = peer_addr(&child);
+    let allowed = opts.allow.is_empty()
+        || peer.rsplit_once(':').and_then(|(h, _)| h.trim_matches(['[', ']']).parse().ok()).is_some_and(|ip| crate::allow::allows(&opts.allow, ip));
     let decoded = Hello::decode(&pd).and_then(|h| match &opts.auth {
+        _ if !allowed => Err("the address is not in --auth-allow".to_string()),
         Some(_) if h.flags & proto::HF_AUTH == 0 || pd.len() < proto::REQ_LEN => Err(
             "client offered no volume credentials (a gateway without --secret-file, or not one of ours)".to_string(),
         ),

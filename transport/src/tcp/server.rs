@@ -199,7 +199,7 @@ pub async fn serve(
             _ = &mut shutdown => break,
             r = listener.accept() => match r {
                 Ok((stream, peer)) => {
-                    if !super::allow::allows(&shared.opts.allow, peer.ip()) {
+                    if !crate::allow::allows(&shared.opts.allow, peer.ip()) {
                         shared.stats().count(Close::NotAllowed);
                         static NOT_ALLOWED: LogGate = LogGate::new(Duration::from_secs(1));
                         if let Some(held) = NOT_ALLOWED.pass() {

@@ -20,11 +20,13 @@ pub struct ClientOptions {
     /// The volume's handshake key (`secret::Purpose::RpcHandshake`): the
     /// server must prove it holds it, and so do we. `None`: `--insecure`.
     pub auth: Option<secret::Key>,
+    /// TLS under the RPC (TCP only); `None`: plain TCP.
+    pub tls: Option<transport::tcp::tls::ClientTls>,
 }
 
 impl Default for ClientOptions {
     fn default() -> Self {
-        ClientOptions { op_timeout: DEFAULT_OP_TIMEOUT, connect_timeout: Duration::from_secs(5), auth: None }
+        ClientOptions { op_timeout: DEFAULT_OP_TIMEOUT, connect_timeout: Duration::from_secs(5), auth: None, tls: None }
     }
 }
 
@@ -149,6 +151,7 @@ fn tcp_options(o: &ClientOptions) -> TcpClientOptions {
         call_timeout: o.op_timeout,
         connect_timeout: o.connect_timeout.min(o.op_timeout),
         auth: o.auth.clone(),
+        tls: o.tls.clone(),
         ..Default::default()
     }
 }

@@ -1,6 +1,6 @@
 //! `--auth-allow`: the client networks a server accepts connections from
 //! (GlusterFS `auth.allow`), as CIDR blocks. Checked on accept, before a
-//! single byte is read; the RDMA listener checks the same list.
+//! single byte is read (TCP), or before the connection is accepted (RDMA).
 
 use std::net::IpAddr;
 
