@@ -1,0 +1,141 @@
+//! The attack suite of the "Trust boundaries" issue: each attack an
+//! ordinary local user (uid 1001) made on an `imca up`-like cluster, made
+//! again against the real daemons, and what must now happen instead —
+//! refused, answered as a miss, or bounded, with the daemons alive and no
+//! data changed. Lower-level reproductions of the same bullets live next
+//! to the code they exercise (storage-server/tests/{client_trust,bounds}.rs,
+//! transport/tests/{auth,bounds,tls}.rs, xlators/posix/tests/space.rs,
+//! imca/tests/ops_admin.rs for the admin API); docs/operations.md lists them.
+
+mod common;
+
+use common::{http_get, Cache, ClusterSpec};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+const ATTACKER: u32 = 1001;
+
+/// The value of a Prometheus counter with this exact label set, 0 if absent.
+fn counter(text: &str, series: &str) -> f64 {
+    text.lines().find_map(|l| l.strip_prefix(series).and_then(|v| v.trim().parse().ok())).unwrap_or(0.0)
+}
+
+#[test]
+fn strangers_on_the_storage_port_are_refused_before_any_operation() {
+    common::require_tool("python3", "python3");
+    let c = ClusterSpec::new().storage(2).gateways(1).start();
+    // root's private file, written through the gateway
+    let private = c.path("root-only");
+    std::fs::write(&private, b"root's secret content").unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // Only the secret's own mode may keep the attacker out of it.
+    std::fs::set_permissions(c.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/attack/storage_port.py");
+    let source = std::fs::read_to_string(script).unwrap();
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(&source)
+        .arg(&c.storage_addrs()[0])
+        .arg(c.secret_file())
+        .uid(ATTACKER)
+        .gid(ATTACKER)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "attacker script: {}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["uid"], ATTACKER);
+    assert_eq!(r["secret"], "denied", "the volume secret is mode 0600: {r}");
+    assert_eq!(r["no_credentials"]["status"], 3, "status 3: credentials required: {r}");
+    assert_eq!(r["guessed_proof"]["server_hello"], 88);
+    assert_eq!(r["guessed_proof"]["status"], 4, "status 4: authentication failed: {r}");
+    assert_eq!(r["guessed_proof"]["after"], 0, "not a byte of any reply after the refusal: {r}");
+    assert_eq!(r["reflected_proof"]["status"], 4, "the server's own proof does not pass as a client's: {r}");
+
+    // Counted and logged on the server, which goes on serving the volume.
+    let metrics = http_get(&c.storage[0].metrics_url().unwrap());
+    let refused = counter(&metrics, "imca_storage_rpc_connections_closed_total{reason=\"auth_failed\"}");
+    assert!(refused >= 3.0, "auth_failed closes: {refused}\n{metrics}");
+    assert!(c.storage[0].log_tail(200).contains("storage RPC handshake refused"));
+    assert_eq!(std::fs::read(&private).unwrap(), b"root's secret content");
+    std::fs::write(c.path("after"), b"still served").unwrap();
+    assert_eq!(std::fs::read(c.path("after")).unwrap(), b"still served");
+}
+
+#[test]
+fn a_gateway_with_another_volumes_secret_or_none_cannot_mount() {
+    let mut c = ClusterSpec::new().storage(1).gateways(0).start();
+    let other = c.dir.path().join("other.secret");
+    let made = Command::new(common::imca_bin()).args(["secret", "new"]).arg(&other).output().unwrap();
+    assert!(made.status.success());
+    let mount = c.dir.path().join("mnt-x");
+    std::fs::create_dir_all(&mount).unwrap();
+    let try_mount = |creds: &[&std::ffi::OsStr]| {
+        let out = Command::new(common::imca_bin())
+            .args(["mount", "--storage-servers", &c.storage_addrs()[0]])
+            .args(creds)
+            .arg(&mount)
+            .env_remove("IMCA_SECRET_FILE")
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let e = try_mount(&["--secret-file".as_ref(), other.as_os_str()]);
+    assert!(e.contains("does not hold this volume's secret"), "{e}");
+    let e = try_mount(&["--insecure".as_ref()]);
+    assert!(e.contains("requires the volume's credentials"), "{e}");
+    let e = try_mount(&[]);
+    assert!(e.contains("no volume secret") && e.contains("--secret-file"), "{e}");
+    common::force_unmount(&mount);
+    // The right secret still mounts.
+    c.add_gateway(&[]);
+    std::fs::write(c.path("x"), b"ok").unwrap();
+}
+
+#[test]
+fn tls_and_an_allow_list_serve_a_real_mount() {
+    common::require_tool("openssl", "openssl");
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let run = |args: &[&str]| {
+        let out = Command::new("openssl").args(args).output().unwrap();
+        assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+    run(&[&["req", "-x509"], &ec[..], &["-days", "2", "-subj", "/CN=ca", "-keyout", &p("ca.key"), "-out", &p("ca.pem")]].concat());
+    run(&[&["req", "-new"], &ec[..], &["-subj", "/CN=storage", "-keyout", &p("s.key"), "-out", &p("s.csr")]].concat());
+    std::fs::write(p("s.ext"), "subjectAltName=IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\n").unwrap();
+    run(&["x509", "-req", "-in", &p("s.csr"), "-CA", &p("ca.pem"), "-CAkey", &p("ca.key"), "-CAcreateserial", "-days", "2",
+          "-extfile", &p("s.ext"), "-out", &p("s.pem")]);
+    let mut c = ClusterSpec::new()
+        .storage(2)
+        .cache(Cache::Imca(1))
+        .gateways(0)
+        .storage_arg("--tls-cert")
+        .storage_arg(p("s.pem"))
+        .storage_arg("--tls-key")
+        .storage_arg(p("s.key"))
+        .storage_arg("--auth-allow")
+        .storage_arg("10.0.0.0/8,127.0.0.0/8")
+        .start();
+    c.add_gateway(&["--tls-ca", &p("ca.pem")]);
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(c.path("over-tls"), &data).unwrap();
+    assert_eq!(std::fs::read(c.path("over-tls")).unwrap(), data);
+    // A gateway without the CA is told the servers need TLS.
+    let mount = c.dir.path().join("mnt-plain");
+    std::fs::create_dir_all(&mount).unwrap();
+    let out = Command::new(common::imca_bin())
+        .args(["mount", "--storage-servers", &c.storage_addrs().join(",")])
+        .arg("--secret-file")
+        .arg(c.secret_file())
+        .arg(&mount)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("requires TLS"), "{e}");
+    common::force_unmount(&mount);
+}
