@@ -22,6 +22,8 @@ ready() { for _ in $(seq 3000); do [ -f "$1" ] && return 0; sleep 0.01; done; ec
 field() { python3 -c "import json,sys;print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 
 mkdir -p "$W"/{local,bindfs,s0,s1,mnt,mntc}
+"$BIN" secret new "$W/volume.secret" >/dev/null
+export IMCA_SECRET_FILE="$W/volume.secret"   # read by every storage and mount below
 bindfs "$W/local" "$W/bindfs"
 for i in 0 1; do
     "$BIN" storage --export "$W/s$i" --listen 127.0.0.1:0 --ready-file "$W/s$i.ready" 2>"$W/s$i.log" & PIDS+=($!)
