@@ -78,6 +78,7 @@ pub fn encode_reply(epoch: u64, result: &Result<Reply, FsError>) -> Message {
                 w.put_u8(7);
                 x.written.enc(&mut w);
                 x.attr.enc(&mut w);
+                x.size_before.enc(&mut w);
             }
             Reply::Entries(x) => {
                 w.reserve(x.len() * 64);
@@ -114,7 +115,11 @@ pub fn decode_reply(msg: &Message) -> Result<ReplyMsg, WireError> {
         4 => Ok(Reply::Removed(Dec::dec(&mut r)?)),
         5 => Ok(Reply::Renamed(Dec::dec(&mut r)?)),
         6 => Ok(Reply::Data(msg.bulk.clone())),
-        7 => Ok(Reply::Written(WriteReply { written: Dec::dec(&mut r)?, attr: Dec::dec(&mut r)? })),
+        7 => Ok(Reply::Written(WriteReply {
+            written: Dec::dec(&mut r)?,
+            attr: Dec::dec(&mut r)?,
+            size_before: Dec::dec(&mut r)?,
+        })),
         8 => Ok(Reply::Entries(Dec::dec(&mut r)?)),
         9 => Ok(Reply::StatFs(Dec::dec(&mut r)?)),
         10 => Ok(Reply::Names(Dec::dec(&mut r)?)),

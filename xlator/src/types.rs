@@ -190,12 +190,16 @@ pub struct XattrFlags {
     pub replace: bool,
 }
 
-/// Result of a write: bytes written and, when the layer below knows it, the
-/// attributes after the write (lets SMCache refresh stat without another call).
+/// Result of a write: bytes written and, when the layer below knows them,
+/// the attributes after the write (lets SMCache refresh stat without another
+/// call) and the file's size just before it (lets stripe cut back an
+/// extension that a partly failed write left behind; see docs/design.md,
+/// "partial writes").
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct WriteReply {
     pub written: u32,
     pub attr: Option<Attr>,
+    pub size_before: Option<u64>,
 }
 
 /// Read payloads travel as `Bytes` so a block can go from socket buffer to

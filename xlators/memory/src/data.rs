@@ -128,17 +128,19 @@ impl Fs {
     pub fn write(&mut self, loc: &Loc, offset: u64, data: &[u8]) -> FsResult<WriteReply> {
         let fid = self.data(loc)?;
         if data.is_empty() {
-            return Ok(WriteReply { written: 0, attr: Some(self.write_attr(fid)) });
+            let attr = self.write_attr(fid);
+            return Ok(WriteReply { written: 0, size_before: Some(attr.size), attr: Some(attr) });
         }
         let end = offset.checked_add(data.len() as u64).filter(|&e| e <= MAX_FILE).ok_or(FsError::EFBIG)?;
         let i = self.inode_mut(fid);
         let Content::File(d) = &mut i.content else { return err(libc::EINVAL) };
+        let size_before = Some(d.len() as u64);
         if (d.len() as u64) < end {
             d.resize(end as usize, 0);
         }
         d[offset as usize..end as usize].copy_from_slice(data);
         i.touch_mtime();
-        Ok(WriteReply { written: data.len() as u32, attr: Some(self.write_attr(fid)) })
+        Ok(WriteReply { written: data.len() as u32, attr: Some(self.write_attr(fid)), size_before })
     }
 
     /// posix answers a write with nlink at least 1, even for a file whose

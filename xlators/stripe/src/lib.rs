@@ -24,11 +24,14 @@
 //!   a known directory id asks server 0 only ([`kinds`]).
 //! * Errors: if any server fails, the operation fails (EIO preferred: it says a
 //!   server is unreachable). Removals and renames that fail half-way are
-//!   logged; there is no self-heal (yet).
+//!   logged; there is no self-heal (yet). A write is the exception: it
+//!   answers the contiguous prefix that landed and cuts back what landed
+//!   past it ([`write`]), so a full server leaves no zero-filled units.
 
 mod kinds;
 pub mod layout;
 pub mod merge;
+mod write;
 
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
@@ -294,22 +297,7 @@ impl Translator for Stripe {
         if self.subvols.len() == 1 {
             return self.first().write(loc, offset, data).await;
         }
-        let pieces = layout::pieces(offset, data.len(), self.unit, self.subvols.len());
-        let replies = all_ok(
-            join_all(pieces.iter().map(|p| {
-                self.subvols[p.server].write(loc, p.offset, data.slice(p.buf_off..p.buf_off + p.len))
-            }))
-            .await,
-        )?;
-        // Report the contiguous prefix that landed (a short piece ends it).
-        let mut written = 0u32;
-        for (p, r) in pieces.iter().zip(&replies) {
-            written += r.written;
-            if (r.written as usize) < p.len {
-                break;
-            }
-        }
-        Ok(WriteReply { written, attr: None })
+        write::write(self, loc, offset, data).await
     }
 
     async fn flush(&self, loc: &Loc) -> FsResult<()> {

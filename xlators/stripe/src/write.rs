@@ -1,0 +1,182 @@
+//! A striped write, and what is left when some of its pieces fail.
+//!
+//! ```text
+//!  write [off, off+len) ──> pieces to every server at once (layout::pieces)
+//!       all landed ──> the count
+//!       some failed ──> count = the contiguous prefix that landed (file order)
+//!                       cut back every server copy that this write grew past
+//!                       max(its old size, off + count)   (setattr size)
+//!                       answer: the count, or the first failure's error if 0
+//! ```
+//!
+//! Why: the pieces land independently, so with one server full (ENOSPC) or
+//! gone (EIO) the others' units still land. Left alone, they grow the file
+//! past the failed unit, which then reads as zeros inside a size the
+//! application never wrote — and the application, told "error" or a short
+//! count, has no way to know. Each server's write reply carries its copy's
+//! size just before ([`WriteReply::size_before`], from posix), so the cut
+//! back needs no extra round trip on the path that succeeds.
+//!
+//! What the caller can count on (docs/design.md, "Partial writes"): the
+//! file's size afterwards is its old size, or `off + count` if that is
+//! larger; the counted bytes are the new data; no byte inside the old size
+//! turned into a zero it did not hold. Bytes past the count but inside the
+//! old size may hold old or new data (an overwrite cannot be taken back
+//! without reading it first), as after a torn write on a local disk.
+//!
+//! Limits: a server that answered EIO because it went away may or may not
+//! have applied its piece, and cannot be cut back now; a cut back whose own
+//! setattr fails is logged. A server whose copy changed size since our write
+//! (another gateway extending the same file at that moment) is left alone.
+
+use crate::layout::{self, Piece};
+use crate::merge::pick_error;
+use crate::Stripe;
+use futures::future::join_all;
+use xlator::*;
+
+pub(crate) async fn write(st: &Stripe, loc: &Loc, offset: u64, data: Data) -> FsResult<WriteReply> {
+    let servers = st.servers();
+    let pieces = layout::pieces(offset, data.len(), st.unit(), servers.len());
+    let results = join_all(
+        pieces.iter().map(|p| servers[p.server].write(loc, p.offset, data.slice(p.buf_off..p.buf_off + p.len))),
+    )
+    .await;
+    let (written, stopped_by) = landed_prefix(&pieces, &results);
+    if written as usize == data.len() {
+        return Ok(WriteReply { written, attr: None, size_before: None });
+    }
+    let end = offset + u64::from(written);
+    tracing::debug!(path = %loc.path, offset, len = data.len(), written, ?stopped_by, "stripe: a write landed in part");
+    join_all(
+        (0..servers.len())
+            .filter_map(|k| Some((k, cut_back_to(k, written > 0, end, &pieces, &results)?)))
+            .map(|(k, (keep, grew_to))| cut_back(&servers[k], loc, keep, grew_to)),
+    )
+    .await;
+    if written > 0 {
+        return Ok(WriteReply { written, attr: None, size_before: None });
+    }
+    Err(stopped_by.unwrap_or_else(|| pick_error(results.iter().filter_map(|r| r.as_ref().err().copied()))))
+}
+
+/// Bytes landed from the start of the request without a gap (a failed or
+/// short piece ends them), and the error of the piece that ended them.
+fn landed_prefix(pieces: &[Piece], results: &[FsResult<WriteReply>]) -> (u32, Option<FsError>) {
+    let mut written = 0u32;
+    for (p, r) in pieces.iter().zip(results) {
+        match r {
+            Ok(w) => {
+                written += w.written.min(p.len as u32);
+                if (w.written as usize) < p.len {
+                    return (written, None);
+                }
+            }
+            Err(e) => return (written, Some(*e)),
+        }
+    }
+    (written, None)
+}
+
+/// Whether server `k`'s copy must be cut back, and to what: `Some((keep,
+/// grew_to))` when one of its pieces landed bytes past both the prefix end
+/// `end` (if anything landed; else past nothing but its old size) and its
+/// copy's old size. `grew_to` is the copy's size after our pieces, when the
+/// servers said.
+fn cut_back_to(k: usize, landed: bool, end: u64, pieces: &[Piece], results: &[FsResult<WriteReply>]) -> Option<(u64, Option<u64>)> {
+    let mine = || pieces.iter().zip(results).filter(move |(p, _)| p.server == k);
+    // The furthest byte its pieces put on disk.
+    let landed_end = mine().filter_map(|(p, r)| Some(p.offset + u64::from(r.as_ref().ok()?.written))).max()?;
+    // The copy's size before our first piece reached it: the smallest any
+    // of them saw (they run at once, so later ones may see earlier ones').
+    let befores: Vec<Option<u64>> = mine().filter_map(|(_, r)| Some(r.as_ref().ok()?.size_before)).collect();
+    let before = match befores.iter().copied().collect::<Option<Vec<u64>>>() {
+        Some(b) => b.into_iter().min()?,
+        None => {
+            tracing::warn!(server = k, "stripe: a partly failed write cannot be cut back: the server did not say its old size");
+            return None;
+        }
+    };
+    let keep = if landed { before.max(end) } else { before };
+    if landed_end <= keep {
+        return None;
+    }
+    let grew_to = mine().filter_map(|(_, r)| Some(r.as_ref().ok()?.attr.as_ref()?.size)).max();
+    Some((keep, grew_to))
+}
+
+/// Truncate one server's copy to `keep`, unless its size is no longer the
+/// one our write left (`grew_to`): then someone else wrote meanwhile and
+/// their bytes are not ours to cut.
+async fn cut_back(server: &Next, loc: &Loc, keep: u64, grew_to: Option<u64>) {
+    if let Some(ours) = grew_to {
+        match server.getattr(loc).await {
+            Ok(a) if a.size == ours => {}
+            Ok(a) => {
+                tracing::warn!(path = %loc.path, size = a.size, ours, "stripe: not cutting back a partly failed write: the copy changed meanwhile");
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(path = %loc.path, ?e, "stripe: cannot cut back a partly failed write");
+                return;
+            }
+        }
+    }
+    let set = SetAttr { size: Some(keep), ..Default::default() };
+    if let Err(e) = server.setattr(loc, &set).await {
+        tracing::error!(path = %loc.path, keep, ?e, "stripe: cutting back a partly failed write failed; the file may hold zeros past the written range");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(written: u32, before: u64, after: u64) -> FsResult<WriteReply> {
+        let t = Timestamp::default();
+        let attr = Attr {
+            fid: FileId::ROOT,
+            kind: FileKind::File,
+            size: after,
+            blocks: 0,
+            perm: 0o644,
+            nlink: 1,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            atime: t,
+            mtime: t,
+            ctime: t,
+        };
+        Ok(WriteReply { written, attr: Some(attr), size_before: Some(before) })
+    }
+
+    #[test]
+    fn the_prefix_stops_at_the_first_gap() {
+        let p = layout::pieces(0, 40, 10, 2);
+        let r = vec![ok(10, 0, 10), ok(10, 0, 20), ok(5, 10, 25), ok(10, 20, 40)];
+        assert_eq!(landed_prefix(&p, &r), (25, None));
+        let r = vec![ok(10, 0, 10), Err(FsError::ENOSPC), ok(10, 10, 30), ok(10, 20, 40)];
+        assert_eq!(landed_prefix(&p, &r), (10, Some(FsError::ENOSPC)));
+    }
+
+    #[test]
+    fn only_growth_past_the_prefix_and_the_old_size_is_cut() {
+        // Units of 10 on 2 servers; old sizes 25 (s0) and 20 (s1).
+        let p = layout::pieces(10, 40, 10, 2); // s1@10, s0@20, s1@30, s0@40
+        let r = vec![ok(10, 20, 20), ok(10, 25, 30), Err(FsError::ENOSPC), ok(10, 30, 50)];
+        // 20 bytes landed: [10, 30). s0 grew to 50: cut to max(25, 30).
+        assert_eq!(landed_prefix(&p, &r).0, 20);
+        assert_eq!(cut_back_to(0, true, 30, &p, &r), Some((30, Some(50))));
+        assert_eq!(cut_back_to(1, true, 30, &p, &r), None, "s1 landed nothing past the prefix");
+        // Nothing landed: every copy goes back to its own old size.
+        let r = vec![Err(FsError::ENOSPC), ok(10, 25, 30), Err(FsError::ENOSPC), ok(10, 25, 50)];
+        assert_eq!(cut_back_to(0, false, 10, &p, &r), Some((25, Some(50))));
+        // An overwrite inside the old size is not cut (it cannot be undone).
+        let r = vec![Err(FsError::ENOSPC), ok(10, 60, 60), Err(FsError::ENOSPC), ok(10, 60, 60)];
+        assert_eq!(cut_back_to(0, false, 10, &p, &r), None);
+        // Unknown old size: left alone (and logged).
+        let r = vec![Err(FsError::ENOSPC), Ok(WriteReply { written: 10, attr: None, size_before: None }), Err(FsError::EIO), ok(10, 25, 50)];
+        assert_eq!(cut_back_to(0, false, 10, &p, &r), None);
+    }
+}
