@@ -51,7 +51,7 @@ pub(crate) async fn write(st: &Stripe, loc: &Loc, offset: u64, data: Data) -> Fs
     join_all(
         (0..servers.len())
             .filter_map(|k| Some((k, cut_back_to(k, written > 0, end, &pieces, &results)?)))
-            .map(|(k, (keep, grew_to))| cut_back(&servers[k], loc, keep, grew_to)),
+            .map(|(k, (keep, grew_to))| cut_back(k, &servers[k], loc, keep, grew_to)),
     )
     .await;
     if written > 0 {
@@ -108,23 +108,23 @@ fn cut_back_to(k: usize, landed: bool, end: u64, pieces: &[Piece], results: &[Fs
 /// Truncate one server's copy to `keep`, unless its size is no longer the
 /// one our write left (`grew_to`): then someone else wrote meanwhile and
 /// their bytes are not ours to cut.
-async fn cut_back(server: &Next, loc: &Loc, keep: u64, grew_to: Option<u64>) {
+async fn cut_back(k: usize, server: &Next, loc: &Loc, keep: u64, grew_to: Option<u64>) {
     if let Some(ours) = grew_to {
         match server.getattr(loc).await {
             Ok(a) if a.size == ours => {}
             Ok(a) => {
-                tracing::warn!(path = %loc.path, size = a.size, ours, "stripe: not cutting back a partly failed write: the copy changed meanwhile");
+                tracing::warn!(server = k, path = %loc.path, size = a.size, ours, "stripe: not cutting back a partly failed write: the copy changed meanwhile");
                 return;
             }
             Err(e) => {
-                tracing::warn!(path = %loc.path, ?e, "stripe: cannot cut back a partly failed write");
+                tracing::warn!(server = k, path = %loc.path, ?e, "stripe: cannot cut back a partly failed write");
                 return;
             }
         }
     }
     let set = SetAttr { size: Some(keep), ..Default::default() };
     if let Err(e) = server.setattr(loc, &set).await {
-        tracing::error!(path = %loc.path, keep, ?e, "stripe: cutting back a partly failed write failed; the file may hold zeros past the written range");
+        tracing::error!(server = k, path = %loc.path, keep, ?e, "stripe: cutting back a partly failed write failed; the file may hold zeros past the written range");
     }
 }
 
