@@ -6,12 +6,16 @@
 //! Every config it holds passed [`validate`] with [`Limits::UNKNOWN`]: the
 //! file at load (a file the rules refuse stops the server with the reason,
 //! never a silent fix), local changes (`imca storage` flags) and
-//! SetVolumeConfig proposals alike.
+//! SetVolumeConfig proposals alike; a proposal must also carry exactly the
+//! next epoch ([`acceptable`]), and a refused one is logged (warnings at a
+//! bounded rate: anyone reaching the port could repeat them).
 
-use crate::{validate, CacheConfig, FenceRequests, Limits};
+use crate::ratelog::RateLimited;
+use crate::{validate, CacheConfig, FenceRequests, Invalid, Limits};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::watch;
 
 pub const VOLUME_FILE: &str = "volume.json";
@@ -70,20 +74,19 @@ impl Volume {
         self.tx.subscribe()
     }
 
-    /// Accept `new` only if its epoch is newer than the current one and it
+    /// Accept `new` only if its epoch is exactly the current one + 1 and it
     /// is valid; answer (accepted, the config kept now). Changes are always
     /// proposed as (epoch read from server 0) + 1, so two changes based on
-    /// the same epoch cannot both win; "newer" rather than "exactly + 1" lets
-    /// a server that missed several changes (down meanwhile) be brought
-    /// straight to the authority's config ([`crate::rollout::repair`]).
+    /// the same epoch cannot both win (the loser learns the winner from the
+    /// answer). "Exactly + 1", the admin API's rule too, rather than "any
+    /// newer": a proposal of epoch 2^64-1 would otherwise be accepted and
+    /// leave no epoch for any later change. A server that missed several
+    /// changes is stepped forward one epoch at a time ([`crate::rollout`]).
     pub fn compare_and_set(&self, new: CacheConfig) -> io::Result<(bool, CacheConfig)> {
         let _g = self.write.lock().unwrap();
         let cur = self.current();
-        if new.epoch <= cur.epoch {
-            return Ok((false, cur));
-        }
-        if let Err(e) = validate(&new, &Limits::UNKNOWN) {
-            tracing::warn!(epoch = new.epoch, field = e.field, error = %e, "refused an invalid volume config");
+        if let Err(why) = acceptable(&cur, &new) {
+            why.log(&cur, &new);
             return Ok((false, cur));
         }
         persist(&self.path, &new)?;
@@ -103,10 +106,75 @@ impl Volume {
             return Ok(cur);
         }
         validate(&new, &Limits::UNKNOWN).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        new.epoch = cur.epoch + 1;
+        new.epoch = cur.epoch.checked_add(1).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidData, format!("{}: epoch is at its largest value", self.path.display()))
+        })?;
         persist(&self.path, &new)?;
         self.tx.send_replace(new.clone());
         Ok(new)
+    }
+}
+
+/// Why a SetVolumeConfig proposal was refused.
+#[derive(Debug, PartialEq)]
+pub enum Refusal {
+    /// not newer than the current epoch: another change was installed first
+    /// (the loser of a race, or a repair that another gateway did already)
+    Stale,
+    /// newer than current + 1: it would skip epochs
+    Skips,
+    Invalid(Invalid),
+}
+
+/// The rule every proposal is held to: epoch exactly `current.epoch + 1`
+/// (also with the current epoch at `u64::MAX`, which no accepted proposal can
+/// reach, but an old file might hold), and a config the options table accepts.
+pub fn acceptable(current: &CacheConfig, new: &CacheConfig) -> Result<(), Refusal> {
+    if new.epoch <= current.epoch {
+        return Err(Refusal::Stale);
+    }
+    if Some(new.epoch) != current.epoch.checked_add(1) {
+        return Err(Refusal::Skips);
+    }
+    validate(new, &Limits::UNKNOWN).map_err(Refusal::Invalid)
+}
+
+/// One warning line per this period for refusals of proposals that no
+/// daemon of the volume sends (they skip epochs or break a rule): whoever
+/// sends them can send them as fast as the wire allows.
+const REFUSAL_LOG_PERIOD: Duration = Duration::from_secs(10);
+static REFUSALS: RateLimited = RateLimited::new(REFUSAL_LOG_PERIOD);
+
+impl Refusal {
+    fn log(&self, cur: &CacheConfig, new: &CacheConfig) {
+        let (current, proposed) = (cur.epoch, new.epoch);
+        let e = match self {
+            // The protocol working as designed (two changes from one epoch,
+            // gateways repairing the same server at once): not a warning.
+            Refusal::Stale => {
+                tracing::debug!(current, proposed, "volume config proposal not newer than the current epoch: kept the current one");
+                return;
+            }
+            Refusal::Skips => None,
+            Refusal::Invalid(e) => Some(e),
+        };
+        let Some(held_back) = REFUSALS.allow() else { return };
+        match e {
+            None => tracing::warn!(
+                current,
+                proposed,
+                held_back,
+                "refused a volume config proposal: its epoch must be exactly the current one + 1"
+            ),
+            Some(e) => tracing::warn!(
+                current,
+                proposed,
+                held_back,
+                field = e.field,
+                error = %e,
+                "refused a volume config proposal: invalid"
+            ),
+        }
     }
 }
 
@@ -161,6 +229,25 @@ mod tests {
         assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
         assert!(e.to_string().contains("no-port"), "{e}");
         assert_eq!(v.epoch(), 3);
+    }
+
+    #[test]
+    fn only_exactly_the_next_epoch_is_accepted() {
+        let d = tempfile::tempdir().unwrap();
+        let v = Volume::open(d.path()).unwrap();
+        let at = |epoch| CacheConfig { epoch, block_size: 4096, ..Default::default() };
+        for (epoch, why) in [(u64::MAX, Refusal::Skips), (3, Refusal::Skips), (1, Refusal::Stale), (0, Refusal::Stale)] {
+            assert_eq!(acceptable(&v.current(), &at(epoch)), Err(why));
+            assert_eq!(v.compare_and_set(at(epoch)).unwrap(), (false, CacheConfig::default()), "epoch {epoch}");
+        }
+        assert!(v.compare_and_set(at(2)).unwrap().0);
+        // A file holding the largest epoch (left by an older server that took
+        // any newer epoch) takes no proposal, and no local change either.
+        let top = CacheConfig { epoch: u64::MAX, ..Default::default() };
+        assert_eq!(acceptable(&top, &at(0)), Err(Refusal::Stale));
+        std::fs::write(d.path().join(VOLUME_FILE), serde_json::to_vec(&top).unwrap()).unwrap();
+        let v = Volume::open(d.path()).unwrap();
+        assert_eq!(v.update(|c| c.block_size = 8192).unwrap_err().kind(), io::ErrorKind::InvalidData);
     }
 
     #[test]

@@ -57,7 +57,7 @@ mod tests {
     use async_trait::async_trait;
     use std::sync::Mutex;
 
-    /// One in-memory storage server that accepts any newer epoch.
+    /// One in-memory storage server, held to the real rule (exactly + 1).
     #[derive(Default)]
     struct OneServer(Mutex<CacheConfig>);
 
@@ -71,7 +71,7 @@ mod tests {
         }
         async fn propose(&self, _: usize, new: &CacheConfig) -> Result<SetOutcome, String> {
             let mut g = self.0.lock().unwrap();
-            if new.epoch <= g.epoch {
+            if crate::acceptable(&g, new).is_err() {
                 return Ok(SetOutcome::Stale(g.clone()));
             }
             *g = new.clone();

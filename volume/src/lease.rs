@@ -228,7 +228,7 @@ mod tests {
         }
         async fn propose(&self, i: usize, new: &CacheConfig) -> Result<SetOutcome, String> {
             let mut g = self.cfgs.lock().unwrap();
-            if new.epoch <= g[i].epoch {
+            if crate::acceptable(&g[i], new).is_err() {
                 return Ok(SetOutcome::Stale(g[i].clone()));
             }
             g[i] = new.clone();
@@ -284,11 +284,13 @@ mod tests {
     async fn a_server_that_missed_a_change_is_repaired() {
         let f = fake();
         let lease = start(f.clone(), std::future::pending()).await.unwrap();
-        // Server 1 misses a change (installed on the authority only).
-        let next = CacheConfig { epoch: 2, block_size: 4096, ..f.get(0).await.unwrap() };
-        f.propose(0, &next).await.unwrap();
+        // Server 1 misses three changes (installed on the authority only).
+        for (epoch, block_size) in [(2, 4096), (3, 8192), (4, 16384)] {
+            let next = CacheConfig { epoch, block_size, ..f.get(0).await.unwrap() };
+            assert_eq!(f.propose(0, &next).await.unwrap(), SetOutcome::Installed);
+        }
         let _ = lease;
         tokio::time::sleep(Duration::from_millis(50 * REPAIR_EVERY + 20)).await;
-        assert_eq!(f.get(1).await.unwrap().epoch, 2);
+        assert_eq!(f.get(1).await.unwrap(), f.get(0).await.unwrap(), "stepped to the authority's epoch and config");
     }
 }

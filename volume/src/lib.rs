@@ -44,11 +44,12 @@ pub mod lease;
 pub mod name;
 pub mod options;
 pub mod probe;
+mod ratelog;
 pub mod rollout;
 pub mod update;
 mod validate;
 
-pub use authority::{Volume, VOLUME_FILE};
+pub use authority::{acceptable, Refusal, Volume, VOLUME_FILE};
 pub use config::{CacheConfig, Placement, DEFAULT_BANK_TIMEOUT_MS, DEFAULT_BLOCK_SIZE, DEFAULT_LEASE_MS, DEFAULT_VOLUME};
 pub use error::{Error, Invalid};
 pub use fence::FenceRequests;

@@ -2,8 +2,8 @@
 //! keeps one source of truth.
 //!
 //! Server 0 is the authority: a change exists once server 0 has accepted it
-//! as epoch `base + 1` (a server refuses an epoch that is not newer than its
-//! own, so this is a compare-and-set on the epoch). Two gateways changing
+//! as epoch `base + 1` (a server accepts only exactly its own epoch + 1, so
+//! this is a compare-and-set on the epoch). Two gateways changing
 //! the config at once therefore cannot both win; the loser gets 409 and
 //! nothing of its change is anywhere. The other servers are then brought to
 //! the authority's config; one that cannot be reached now is brought up to
@@ -13,7 +13,18 @@
 //! ```text
 //!   rollout(proposed@e) ── CAS(e → e+1) ──> server 0  (commit point)
 //!                        └─ set(e+1) ─────> server 1..S-1 (lagging ones: repair, every lease)
+//!   repair: server k at epoch j < e+1 ── set(j+1), set(j+2), … set(e+1), each with the authority's config
 //! ```
+//!
+//! A server that missed several changes cannot take the authority's epoch
+//! in one jump (that rule is what stops a proposal of epoch 2^64-1 from
+//! ending every later change): it is stepped forward one epoch at a time,
+//! each step carrying the authority's config. The epochs in between hold a
+//! config that server 0 never had under them; no gateway reads them (the
+//! gateways hold server 0's epoch), and the sooner the lagging server uses
+//! the authority's cache nodes, the sooner its deletes reach the right bank.
+//! The steps are also what another gateway repairing the same server at the
+//! same moment sees: a step it lost to is simply skipped.
 
 use crate::{CacheConfig, Error};
 use async_trait::async_trait;
@@ -34,8 +45,9 @@ pub trait VolumeServers: Send + Sync {
     fn addrs(&self) -> Vec<String>;
     async fn get(&self, server: usize) -> Result<CacheConfig, String>;
     /// Ask `server` to install `new` (SetVolumeConfig). A server accepts a
-    /// config only if its epoch is newer than the one it holds (see `wire`),
-    /// so two changes computed from the same epoch cannot both be accepted.
+    /// config only if its epoch is exactly the one it holds + 1
+    /// ([`crate::acceptable`]), so two changes computed from the same epoch
+    /// cannot both be accepted.
     async fn propose(&self, server: usize, new: &CacheConfig) -> Result<SetOutcome, String>;
     /// `get`, plus the cache nodes the server asks to have fenced
     /// (see [`crate::fence`]).
@@ -61,7 +73,10 @@ pub async fn rollout(servers: &dyn VolumeServers, proposed: CacheConfig) -> Resu
         return Err(Error::Internal("volume has no storage servers".into()));
     }
     let base = proposed.epoch;
-    let next = CacheConfig { epoch: base + 1, ..proposed };
+    let Some(epoch) = base.checked_add(1) else {
+        return Err(Error::Internal(format!("epoch {base} is the largest there is; no change can follow it")));
+    };
+    let next = CacheConfig { epoch, ..proposed };
     match servers.propose(0, &next).await {
         Ok(SetOutcome::Installed) => {}
         Ok(SetOutcome::Stale(cur)) => {
@@ -120,21 +135,41 @@ pub async fn repair(servers: &dyn VolumeServers) -> Result<Rollout, Error> {
     Ok(Rollout { installed: auth, lagging, fence_wanted })
 }
 
-/// Install `target` on server `i` (a lagging server); a server already past
+/// Install `target` on server `i` (a lagging server), stepping it forward
+/// one epoch at a time if it is several behind; a server already past
 /// `target` is left alone (a newer change reached it first).
 pub async fn repair_server(servers: &dyn VolumeServers, i: usize, target: &CacheConfig) -> Result<(), String> {
     bring_up_to_date(servers, i, target).await
 }
 
+/// At most this many one-epoch steps per repair of one server: a server
+/// thousands of changes behind is brought up over several repairs (one per
+/// lease) rather than holding one repair for thousands of round trips.
+pub const MAX_STEPS: u64 = 1024;
+
 async fn bring_up_to_date(servers: &dyn VolumeServers, i: usize, target: &CacheConfig) -> Result<(), String> {
-    match servers.propose(i, target).await? {
-        SetOutcome::Installed => Ok(()),
-        SetOutcome::Stale(cur) if cur.epoch >= target.epoch => Ok(()),
-        SetOutcome::Stale(cur) => Err(format!(
-            "server holds epoch {} and refused epoch {} (invalid there?)",
-            cur.epoch, target.epoch
-        )),
+    // The common case (the server is at target - 1) is one round trip.
+    let mut at = match servers.propose(i, target).await? {
+        SetOutcome::Installed => return Ok(()),
+        SetOutcome::Stale(cur) => cur.epoch,
+    };
+    let mut steps = 0;
+    while at < target.epoch {
+        if steps == MAX_STEPS {
+            return Err(format!("server is still at epoch {at}, {} behind; continuing at the next repair", target.epoch - at));
+        }
+        steps += 1;
+        let step = CacheConfig { epoch: at + 1, ..target.clone() };
+        match servers.propose(i, &step).await? {
+            SetOutcome::Installed => at = step.epoch,
+            // someone else (another gateway's repair) stepped it meanwhile
+            SetOutcome::Stale(cur) if cur.epoch > at => at = cur.epoch,
+            SetOutcome::Stale(cur) => {
+                return Err(format!("server holds epoch {} and refused epoch {} (invalid there?)", cur.epoch, step.epoch))
+            }
+        }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -142,7 +177,7 @@ mod tests {
     use super::*;
     use std::sync::Mutex;
 
-    /// In-memory servers; they accept any newer epoch.
+    /// In-memory servers, held to the real rule (exactly + 1).
     struct Fake {
         cfgs: Mutex<Vec<Option<CacheConfig>>>, // None = down
         calls: Mutex<Vec<usize>>,
@@ -169,7 +204,7 @@ mod tests {
             self.calls.lock().unwrap().push(i);
             let mut g = self.cfgs.lock().unwrap();
             let cur = g[i].as_mut().ok_or("down")?;
-            if new.epoch <= cur.epoch {
+            if crate::acceptable(cur, new).is_err() {
                 return Ok(SetOutcome::Stale(cur.clone()));
             }
             *cur = new.clone();
@@ -222,5 +257,31 @@ mod tests {
         assert!(r.lagging.is_empty());
         assert_eq!(f.epochs(), vec![Some(3); 3]);
         assert_eq!(f.get(2).await.unwrap().block_size, 1024);
+    }
+
+    #[tokio::test]
+    async fn a_server_far_behind_is_stepped_up_over_several_repairs() {
+        let f = Fake::new(2);
+        let behind = MAX_STEPS + 10;
+        f.cfgs.lock().unwrap()[0] = Some(CacheConfig { epoch: 1 + behind, ..proposed(4096) });
+        let r = repair(&f).await.unwrap();
+        assert_eq!(r.lagging.len(), 1, "a bounded number of steps per repair");
+        assert_eq!(f.epochs()[1], Some(1 + MAX_STEPS));
+        let r = repair(&f).await.unwrap();
+        assert!(r.lagging.is_empty());
+        assert_eq!(f.get(1).await.unwrap(), f.get(0).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_jump_is_refused_and_an_invalid_config_is_not_stepped_around() {
+        let f = Fake::new(2);
+        let jump = CacheConfig { epoch: u64::MAX, ..proposed(4096) };
+        assert!(matches!(f.propose(1, &jump).await.unwrap(), SetOutcome::Stale(c) if c.epoch == 1));
+        // A target the lagging server refuses: an error, not a loop.
+        f.cfgs.lock().unwrap()[0] = Some(CacheConfig { epoch: 5, block_size: 3000, ..proposed(4096) });
+        let r = repair(&f).await.unwrap();
+        assert_eq!(r.lagging.len(), 1);
+        assert!(r.lagging[0].1.contains("refused epoch 2"), "{:?}", r.lagging);
+        assert_eq!(f.epochs()[1], Some(1));
     }
 }

@@ -22,8 +22,8 @@
 //!
 //! The volume-config messages (`GetVolumeConfig`, `SetVolumeConfig`) travel on
 //! the same connection: the server accepts a new config only when its epoch is
-//! newer than the current one (compare-and-set on the epoch), and otherwise
-//! answers with the config it keeps.
+//! exactly the current one + 1 (compare-and-set on the epoch,
+//! `volume::acceptable`), and otherwise answers with the config it keeps.
 
 mod codec;
 mod reply;
