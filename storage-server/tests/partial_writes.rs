@@ -7,9 +7,7 @@
 mod common;
 use bytes::Bytes;
 use common::*;
-use protocol_client::ClientOptions;
 use std::sync::Arc;
-use storage_server::Args;
 use xlator::*;
 
 const UNIT: u64 = 64 * 1024;
@@ -41,8 +39,8 @@ async fn a_striped_write_that_fills_a_server_leaves_no_zeroed_units() {
     let mut servers = Vec::new();
     let mut clients: Vec<Next> = Vec::new();
     for f in &fs {
-        let s = storage_server::start(Args::new(&f.0)).await.unwrap();
-        clients.push(Arc::new(protocol_client::connect(&s.addr.to_string(), ClientOptions::default()).await.unwrap()));
+        let s = storage_server::start(args(&f.0)).await.unwrap();
+        clients.push(Arc::new(protocol_client::connect(&s.addr.to_string(), opts()).await.unwrap()));
         servers.push(s);
     }
     let s = stripe::Stripe::new(clients.clone(), UNIT).unwrap();

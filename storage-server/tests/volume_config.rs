@@ -6,7 +6,7 @@
 mod common;
 use async_trait::async_trait;
 use common::*;
-use protocol_client::{ClientOptions, ProtocolClient};
+use protocol_client::ProtocolClient;
 use volume::rollout::{self, SetOutcome, VolumeServers};
 use volume::CacheConfig;
 
@@ -52,7 +52,7 @@ async fn a_server_three_changes_behind_is_stepped_up_to_the_authority() {
     let mut servers = Vec::new();
     for s in [&a.server, &b.server] {
         let addr = s.addr.to_string();
-        servers.push((addr.clone(), protocol_client::connect(&addr, ClientOptions::default()).await.unwrap()));
+        servers.push((addr.clone(), protocol_client::connect(&addr, opts()).await.unwrap()));
     }
     let servers = Servers(servers);
     // Three changes reach the authority only (server 1 was away).
