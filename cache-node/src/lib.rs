@@ -128,7 +128,7 @@ pub async fn start(config: Config) -> anyhow::Result<Handle> {
     let mut rdma_addr = None;
     if let Some(ra) = rdma_at {
         let svc = Arc::new(rdma::MemcacheService::new(node.clone()));
-        let (bound, _task) = transport::select::serve_rdma(ra, svc, None /* a cache node holds no volume secret */, Vec::new(), drain.token().stopped())
+        let (bound, _task) = transport::select::serve_rdma(ra, svc, Default::default() /* a cache node holds no volume secret */, drain.token().stopped())
             .await
             .with_context(|| format!("listening for RDMA on {ra}"))?;
         tracing::info!(%bound, "cache node listening for RDMA");

@@ -239,7 +239,13 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
     // RDMA (rdma helper): same ip:port in rdma_cm's port space.
     if rdma {
         let svc: Arc<dyn transport::RpcService> = service.clone();
-        transport::select::serve_rdma(addr, svc, rpc_key.clone(), args.rpc.auth_allow.clone(), drain.token().stopped())
+        let limits = transport::select::RdmaServe {
+            auth: rpc_key.clone(),
+            allow: args.rpc.auth_allow.clone(),
+            max_connections: Some(args.max_connections),
+            memory: Some(args.rpc.rpc_memory),
+        };
+        transport::select::serve_rdma(addr, svc, limits, drain.token().stopped())
             .await
             .with_context(|| format!("listening for RDMA on {addr}"))?;
     }

@@ -109,21 +109,41 @@ pub async fn connect_rdma(addr: &str, connect_timeout: Duration) -> Result<Arc<d
     }
 }
 
+/// Who an RDMA server serves and how much it holds for them (the same
+/// `imca storage` flags as its TCP listener's).
+#[derive(Clone, Debug, Default)]
+pub struct RdmaServe {
+    /// the volume's handshake key (`None`: `--insecure`, or a cache node)
+    pub auth: Option<secret::Key>,
+    /// `--auth-allow`
+    pub allow: Vec<crate::allow::Cidr>,
+    /// `--max-connections` (`None`: the transport's default)
+    pub max_connections: Option<usize>,
+    /// `--rpc-memory`: pulled request bulks held at once
+    pub memory: Option<usize>,
+}
+
 /// Serve `service` over RDMA on `addr` (e.g. the TCP listener's ip:port;
 /// port 0 picks one) until `shutdown`. Returns the bound address once
 /// listening; errors if the address has no RDMA device.
 pub async fn serve_rdma(
     addr: std::net::SocketAddr,
     service: Arc<dyn RpcService>,
-    auth: Option<secret::Key>,
-    allow: Vec<crate::allow::Cidr>,
+    limits: RdmaServe,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<(std::net::SocketAddr, tokio::task::JoinHandle<()>)> {
     #[cfg(feature = "rdma")]
     {
         let l = crate::rdma::RdmaListener::bind(&addr.to_string()).await?;
         let at = l.local_addr();
-        let opts = crate::rdma::RdmaOptions { auth, allow, ..rdma_options_from_env() };
+        let d = rdma_options_from_env();
+        let opts = crate::rdma::RdmaOptions {
+            auth: limits.auth,
+            allow: limits.allow,
+            max_connections: limits.max_connections.unwrap_or(d.max_connections),
+            memory: limits.memory.unwrap_or(d.memory),
+            ..d
+        };
         let task = tokio::spawn(async move {
             if let Err(e) = crate::rdma::serve(l, service, opts, shutdown).await {
                 tracing::error!(%at, "RDMA server failed: {e}");
@@ -133,7 +153,7 @@ pub async fn serve_rdma(
     }
     #[cfg(not(feature = "rdma"))]
     {
-        let _ = (addr, service, auth, allow, shutdown);
+        let _ = (addr, service, limits, shutdown);
         Err(std::io::Error::other("this binary was built without the `rdma` feature"))
     }
 }

@@ -425,6 +425,51 @@ async fn only_a_peer_holding_the_volume_key_is_served() {
     srv.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_slots_are_bounded_and_unproven_peers_make_room() {
+    let svc: Arc<TestService> = Arc::default();
+    let with = |k: u8| RdmaOptions { auth: Some(key(k)), ..opts() };
+    let srv = start(svc.clone(), RdmaOptions { max_connections: 3, max_unauthenticated: 1, ..with(1) }).await;
+    // A peer that claims to authenticate and never sends its proof…
+    let mut hello = Vec::new();
+    hello.extend_from_slice(b"IMCH");
+    hello.extend_from_slice(&2u16.to_le_bytes());
+    hello.extend_from_slice(&32u16.to_le_bytes());
+    hello.extend_from_slice(&8192u32.to_le_bytes());
+    hello.extend_from_slice(&4096u32.to_le_bytes());
+    hello.extend_from_slice(&[5, 1, 0, 0]);
+    hello.extend_from_slice(&[0x22; 32]);
+    let squatter = RdmaClient::connect(&srv.addr, RdmaOptions { hello_override: Some(hello), ..opts() }).await.unwrap();
+    // …is closed when a second unproven peer arrives (here: a real client,
+    // which proves itself at once).
+    let a = RdmaClient::connect(&srv.addr, with(1)).await.unwrap();
+    let gone = tokio::time::timeout(Duration::from_secs(60), async {
+        while squatter.is_connected().await {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(gone.is_ok(), "the unproven squatter was not closed to make room");
+    let b = RdmaClient::connect(&srv.addr, with(1)).await.unwrap();
+    let c = RdmaClient::connect(&srv.addr, with(1)).await.unwrap();
+    // Three served: a fourth is refused as busy.
+    match RdmaClient::connect(&srv.addr, with(1)).await {
+        Err(TransportError::Connect(e)) => assert!(e.contains("rejected"), "{e}"),
+        other => panic!("a fourth connection was not refused: {:?}", other.err()),
+    }
+    // Large pulled bulks from all three at once fit the memory budget in turn.
+    let big = pattern(3 << 20, 5);
+    let (ra, rb, rc) = tokio::join!(
+        a.call(msg("len", big.clone()), 0),
+        b.call(msg("len", big.clone()), 0),
+        c.call(msg("len", big.clone()), 0)
+    );
+    for r in [ra, rb, rc] {
+        assert_eq!(&r.unwrap().head[..], (3usize << 20).to_string().as_bytes());
+    }
+    srv.stop().await;
+}
+
 /// The measurement behind `copy_threshold`; prints a table (`--nocapture`).
 #[test]
 fn copy_vs_register() {

@@ -32,6 +32,11 @@
 //! * **Completions**: one CQ per connection on a completion channel whose fd
 //!   tokio watches (`AsyncFd`); or busy polling (`busy_poll`) for latency.
 //!
+//! * **Bounds** (server): at most `max_connections` connections, at most
+//!   `max_unauthenticated` of them still owing their proof (the oldest is
+//!   closed for a newcomer; each has `connect_timeout` at most), and request
+//!   bulks pulled by RDMA Read held against one `memory` budget.
+//!
 //! Task model: one driver task per connection (completions and CM events);
 //! client calls run in the caller's task; the server handles each request in
 //! its own task, at most `max_in_flight` at once per connection.
@@ -98,6 +103,14 @@ pub struct RdmaOptions {
     pub auth: Option<secret::Key>,
     /// Server: client networks allowed to connect (`--auth-allow`); empty: any.
     pub allow: Vec<crate::allow::Cidr>,
+    /// Server: connections served at once; a request beyond is rejected ("busy").
+    pub max_connections: usize,
+    /// Server: connections still owing their proof at once; a newcomer
+    /// closes the oldest of them (as TCP's handshake slots do).
+    pub max_unauthenticated: usize,
+    /// Server: bytes of request bulks pulled by RDMA Read and not yet
+    /// handled, all connections together; a request waits for room.
+    pub memory: usize,
     /// Tests only: send these bytes as the handshake instead of ours.
     #[doc(hidden)]
     pub hello_override: Option<Vec<u8>>,
@@ -123,6 +136,9 @@ impl Default for RdmaOptions {
             mr_cache_bytes: 256 << 20,
             auth: None,
             allow: Vec::new(),
+            max_connections: 1024,
+            max_unauthenticated: 64,
+            memory: 256 << 20,
             hello_override: None,
         }
     }

@@ -16,6 +16,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
 
 /// A bound, listening rdma_cm id.
 pub struct RdmaListener {
@@ -67,8 +68,10 @@ pub async fn serve(
     opts: RdmaOptions,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
+    // Pulled request bulks are held against one budget, in 4 KiB units.
+    let memory = Arc::new(Semaphore::new((opts.memory / UNIT).clamp(MAX_PART as usize / UNIT, Semaphore::MAX_PERMITS)));
     let on_request: OnRequest = Arc::new(move |conn: &Arc<Conn>, h: Header, inline: Bytes| {
-        tokio::spawn(handle(conn.clone(), service.clone(), h, inline));
+        tokio::spawn(handle(conn.clone(), service.clone(), memory.clone(), h, inline));
     });
     let mut conns: Vec<Weak<Conn>> = Vec::new();
     tokio::pin!(shutdown);
@@ -81,9 +84,17 @@ pub async fn serve(
             tracing::debug!("RDMA listener: ignoring {}", ev.name());
             continue;
         }
-        match accept(ev, &opts, &listener.stats) {
+        conns.retain(|w| w.upgrade().is_some_and(|c| !c.is_dead()));
+        let live: Vec<Arc<Conn>> = conns.iter().filter_map(Weak::upgrade).collect();
+        let busy = live.len() >= opts.max_connections.max(1);
+        let pending: Vec<&Arc<Conn>> = live.iter().filter(|c| c.awaits_auth()).collect();
+        if !busy && pending.len() >= opts.max_unauthenticated.max(1) {
+            // Unproven peers cannot crowd out gateways: the oldest goes.
+            pending[0].close("evicted while unauthenticated: too many peers owe their proof");
+        }
+        drop(live);
+        match accept(ev, &opts, &listener.stats, busy) {
             Ok(c) => {
-                conns.retain(|w| w.strong_count() > 0);
                 conns.push(Arc::downgrade(&c));
                 if c.awaits_auth() {
                     // A peer that never proves the key holds its QP only this long.
@@ -113,7 +124,7 @@ pub async fn serve(
     Ok(())
 }
 
-fn accept(ev: CmEvent, opts: &RdmaOptions, stats: &Arc<Counters>) -> io::Result<Arc<Conn>> {
+fn accept(ev: CmEvent, opts: &RdmaOptions, stats: &Arc<Counters>, busy: bool) -> io::Result<Arc<Conn>> {
     let child = CmId(ev.id());
     let pd = ev.private_data();
     drop(ev); // acknowledged: required before the id can migrate
@@ -122,6 +133,7 @@ fn accept(ev: CmEvent, opts: &RdmaOptions, stats: &Arc<Counters>) -> io::Result<
         || peer.rsplit_once(':').and_then(|(h, _)| h.trim_matches(['[', ']']).parse().ok()).is_some_and(|ip| crate::allow::allows(&opts.allow, ip));
     let decoded = Hello::decode(&pd).and_then(|h| match &opts.auth {
         _ if !allowed => Err("the address is not in --auth-allow".to_string()),
+        _ if busy => Err(format!("server busy: all {} connections taken", opts.max_connections)),
         Some(_) if h.flags & proto::HF_AUTH == 0 || pd.len() < proto::REQ_LEN => Err(
             "client offered no volume credentials (a gateway without --secret-file, or not one of ours)".to_string(),
         ),
@@ -178,8 +190,14 @@ fn accept(ev: CmEvent, opts: &RdmaOptions, stats: &Arc<Counters>) -> io::Result<
     Ok(conn)
 }
 
-async fn handle(conn: Arc<Conn>, service: Arc<dyn RpcService>, h: Header, inline: Bytes) {
+/// Units of the pulled-bulk budget.
+const UNIT: usize = 4096;
+
+async fn handle(conn: Arc<Conn>, service: Arc<dyn RpcService>, memory: Arc<Semaphore>, h: Header, inline: Bytes) {
     let Ok(_permit) = conn.handlers.acquire().await else { return };
+    // Room for the bulk we are about to pull, until the request is answered.
+    let pulled = if h.has(proto::F_BULK_REMOTE) { (h.read.len as usize).div_ceil(UNIT) as u32 } else { 0 };
+    let Ok(_room) = memory.acquire_many(pulled).await else { return };
     let req = match gather(&conn, &h, inline).await {
         Ok(r) => r,
         Err(e) => {
