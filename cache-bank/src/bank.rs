@@ -6,7 +6,9 @@
 //! off. Writes (`update`) are the storage servers' and follow stricter rules
 //! (see [`Bank::update`]).
 
+use crate::codec::Codec;
 use crate::conn::Conn;
+use crate::credentials::Credentials;
 use crate::reply::{Expect, Reply};
 use crate::error::BankError;
 use crate::metrics::BankMetrics;
@@ -34,6 +36,16 @@ pub struct BankOptions {
     pub rdma: bool,
     /// where the bank counts (registered once by the daemon; see [`BankMetrics`])
     pub metrics: BankMetrics,
+    /// The volume's `secret::Purpose::BankValues` key: every value is
+    /// MAC-framed and checked (see `codec.rs`). `None` = the volume runs
+    /// `--insecure`: CRC framing, which anyone on the cache network can forge.
+    pub value_key: Option<secret::Key>,
+    /// Encrypt the values this daemon writes (`--cache-encrypt`; needs
+    /// `value_key`). Readers open encrypted and plain values alike.
+    pub encrypt_values: bool,
+    /// Log in to every node connection with these (`--cache-auth-file`;
+    /// nodes run `-Y`). A node that refuses them is treated as down.
+    pub node_credentials: Option<Credentials>,
 }
 
 impl Default for BankOptions {
@@ -43,6 +55,9 @@ impl Default for BankOptions {
             connect_timeout: Duration::from_millis(200),
             rdma: false,
             metrics: BankMetrics::default(),
+            value_key: None,
+            encrypt_values: false,
+            node_credentials: None,
         }
     }
 }
@@ -118,16 +133,28 @@ fn get_lines(out: &mut Vec<u8>, expect: &mut Vec<Expect>, cas: bool, keys: &[&[u
 pub struct Bank {
     nodes: Vec<Arc<Node>>,
     ring: Ring,
+    codec: Codec,
     opts: BankOptions,
 }
 
 impl Bank {
     pub fn new(addrs: &[String], placement: Placement, opts: BankOptions) -> Bank {
+        let node = |a: &String| {
+            Arc::new(Node::new(a.clone(), opts.rdma, opts.metrics.clone(), opts.node_credentials.clone()))
+        };
         Bank {
-            nodes: addrs.iter().map(|a| Arc::new(Node::new(a.clone(), opts.rdma, opts.metrics.clone()))).collect(),
+            nodes: addrs.iter().map(node).collect(),
             ring: Ring::new(placement, addrs),
+            codec: Codec::new(opts.value_key.clone(), opts.encrypt_values, opts.metrics.clone()),
             opts,
         }
+    }
+
+    /// How this bank's values are framed and checked: every value stored
+    /// through it is made by `codec().encode`, every value read is checked
+    /// by `codec().decode` (a refusal is a miss).
+    pub fn codec(&self) -> &Codec {
+        &self.codec
     }
 
     pub fn is_empty(&self) -> bool {

@@ -17,7 +17,12 @@
 //!   read of N blocks is one round trip; errors and timeouts are misses and
 //!   back the node off; writers wait for acknowledgements in order.
 //! - [`keys`] and [`value`]: key naming (by file id, never by path) and the
-//!   self-checking value format.
+//!   value payloads; [`Codec`] (`codec.rs`): their framing, MAC-checked
+//!   under the volume key (optionally encrypted), so a value anyone on the
+//!   cache network could write is never taken for ours; refusals are
+//!   misses, counted and logged at a bounded rate (`rejects.rs`).
+//! - [`Credentials`]: the login to nodes that run memcached's ASCII
+//!   authentication (`-Y`), sent first on every connection.
 //! - [`layout`]: the keys and bank under one volume config, built once for
 //!   both translators.
 //!
@@ -35,7 +40,9 @@
 //!   flight per connection, multi-get values RDMA-Written into our buffers.
 
 mod bank;
+pub mod codec;
 mod conn;
+pub mod credentials;
 mod error;
 pub mod keys;
 pub mod layout;
@@ -44,11 +51,14 @@ pub mod metrics;
 mod node;
 pub mod placement;
 mod rdma;
+pub mod rejects;
 mod reply;
 mod tcp;
 pub mod value;
 
 pub use bank::{Bank, BankOptions, Hit, Update};
+pub use codec::Codec;
+pub use credentials::{Credentials, CredentialsError};
 pub use error::BankError;
 pub use keys::Keys;
 pub use layout::{Layout, LayoutSlot};

@@ -22,6 +22,9 @@ pub struct BankMetrics {
     /// (rdma|tcp: over RDMA a node that does not speak it is reached over
     /// TCP, which shows here).
     pub connects: IntCounterVec,
+    /// `imca_bank_value_rejected_total{reason}`: values read from the bank
+    /// and refused (each a miss); reasons in [`crate::rejects::Reason`].
+    pub rejected: IntCounterVec,
 }
 
 impl Default for BankMetrics {
@@ -46,7 +49,15 @@ impl Default for BankMetrics {
             &["node", "transport"],
         )
         .expect("valid metric");
-        BankMetrics { requests, bytes, latency, connects }
+        let rejected = IntCounterVec::new(
+            Opts::new(
+                "imca_bank_value_rejected_total",
+                "Values read from the bank and refused as forged, corrupted or foreign (each a miss), by reason",
+            ),
+            &["reason"],
+        )
+        .expect("valid metric");
+        BankMetrics { requests, bytes, latency, connects, rejected }
     }
 }
 
@@ -59,6 +70,7 @@ impl BankMetrics {
         registry.register(Box::new(m.bytes.clone()))?;
         registry.register(Box::new(m.latency.clone()))?;
         registry.register(Box::new(m.connects.clone()))?;
+        registry.register(Box::new(m.rejected.clone()))?;
         Ok(m)
     }
 

@@ -10,9 +10,17 @@
 //! refusal there means the process is gone (as over TCP); a node that
 //! answers TCP but not RDMA (memcached, or a node started without
 //! `--transport rdma`) is used over TCP, and the fallback is logged.
+//!
+//! With [`Credentials`], every new connection (either transport) first
+//! logs in and is used only once the node said `STORED`; a node that
+//! refuses is down for us like one that fails (never "refused", which
+//! would claim its memory is gone), logged once until a login succeeds.
 
 use crate::conn::Conn;
+use crate::credentials::Credentials;
 use crate::error::BankError;
+use crate::reply::{Expect, Reply};
+use cache_proto::response::{Response, Status};
 use crate::metrics::BankMetrics;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -49,16 +57,22 @@ pub struct Node {
     state: Mutex<State>,
     /// a request succeeded since the last (re)connect: the back-off resets
     proven: AtomicBool,
+    /// log in with these on every new connection
+    credentials: Option<Credentials>,
+    /// the node's refusal of our login was logged (until one succeeds)
+    refusal_logged: AtomicBool,
 }
 
 impl Node {
-    pub fn new(addr: String, rdma: bool, metrics: BankMetrics) -> Node {
+    pub fn new(addr: String, rdma: bool, metrics: BankMetrics, credentials: Option<Credentials>) -> Node {
         Node {
             addr,
             rdma,
             metrics,
             state: Mutex::new(State { conn: None, down: None, backoff: BACKOFF_MIN }),
             proven: AtomicBool::new(false),
+            credentials,
+            refusal_logged: AtomicBool::new(false),
         }
     }
 
@@ -85,6 +99,10 @@ impl Node {
             }
         }
         let connected = if self.rdma { self.connect_rdma(connect_timeout).await } else { self.connect_tcp(connect_timeout).await };
+        let connected = match connected {
+            Ok(c) => self.login(c, connect_timeout).await,
+            Err(e) => Err(e),
+        };
         match connected {
             Ok(c) => {
                 self.metrics.connects.with_label_values(&[&self.addr, c.transport()]).inc();
@@ -132,6 +150,35 @@ impl Node {
         let c = self.connect_tcp(connect_timeout).await?;
         tracing::warn!(node = %self.addr, "cache node not reachable over RDMA ({why}); using TCP for this connection");
         Ok(c)
+    }
+
+    /// Log in on a fresh connection, when we have credentials: the login
+    /// goes first, alone (memcached 1.6 drops replies to commands pipelined
+    /// behind a failed login), and must be answered `STORED` in time.
+    async fn login(&self, conn: Conn, timeout: Duration) -> Result<Conn, (DownReason, BankError)> {
+        let Some(cred) = &self.credentials else { return Ok(conn) };
+        let rx = conn.send(cred.login_command(), vec![Expect::Line]);
+        let reply = match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(Ok(mut r))) => r.pop(),
+            Ok(Ok(Err(e))) => return Err((DownReason::Failed, e)),
+            Ok(Err(_)) => return Err((DownReason::Failed, BankError::Io(self.addr.clone(), "connection closed".into()))),
+            Err(_) => return Err((DownReason::Failed, BankError::Timeout(self.addr.clone(), timeout))),
+        };
+        if matches!(reply, Some(Reply::Line(Response::Status(Status::Stored)))) {
+            if self.refusal_logged.swap(false, Ordering::Relaxed) {
+                tracing::info!(node = %self.addr, user = %cred.user, "cache node accepts our credentials again");
+            }
+            return Ok(conn);
+        }
+        let said = reply.map_or_else(|| "nothing".to_string(), |r| r.to_string());
+        if !self.refusal_logged.swap(true, Ordering::Relaxed) {
+            tracing::error!(
+                node = %self.addr, user = %cred.user, reply = %said,
+                "cache node {} refused our credentials (--cache-auth-file must match a line of the node's -Y file); not using it",
+                self.addr
+            );
+        }
+        Err((DownReason::Failed, BankError::Server(self.addr.clone(), format!("refused our credentials: {said}"))))
     }
 
     fn back_off(st: &mut State, why: DownReason) {

@@ -1,4 +1,6 @@
-//! Values: a 16-byte header, then the payload.
+//! Value payloads (stat, directory entry, block), and the CRC framing of
+//! volumes run `--insecure` (a bank with a key frames values with a MAC
+//! instead: see `codec.rs`, which every bank user goes through).
 //!
 //! ```text
 //! "IM" | version u8 | kind u8 | crc32(key) u32 | payload length u32 | crc32(payload) u32 | payload
@@ -13,7 +15,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use xlator::{Attr, FileId, FileKind, Timestamp};
 
 const MAGIC: &[u8; 2] = b"IM";
-const VERSION: u8 = 1;
+/// the CRC framing's version byte (keyed framings use others: `codec.rs`)
+pub const VERSION: u8 = 1;
 pub const HEADER: usize = 16;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,6 +29,7 @@ pub enum Kind {
     Placeholder = b'P',
 }
 
+/// The CRC framing (insecure banks; use [`crate::Codec::encode`]).
 pub fn encode(kind: Kind, key: &str, payload: &[u8]) -> Bytes {
     let mut b = BytesMut::with_capacity(HEADER + payload.len());
     b.put_slice(MAGIC);
@@ -49,16 +53,6 @@ pub fn decode(kind: Kind, key: &str, v: &Bytes) -> Option<Bytes> {
     }
     let payload = v.slice(HEADER..);
     (u32at(12) == crc32fast::hash(&payload)).then_some(payload)
-}
-
-/// The placeholder a populating gateway claims a key with (the same for
-/// every key, so one encoded value serves a whole claim batch).
-pub fn placeholder() -> Bytes {
-    encode(Kind::Placeholder, "", b"")
-}
-
-pub fn is_placeholder(v: &Bytes) -> bool {
-    decode(Kind::Placeholder, "", v).is_some()
 }
 
 fn kind_tag(k: FileKind) -> u8 {

@@ -3,7 +3,7 @@
 mod memcached;
 
 use bytes::Bytes;
-use cache_bank::{value, Bank, BankOptions, CacheKey, Update};
+use cache_bank::{Bank, BankOptions, CacheKey, Update};
 use memcached::{Memcached, SIGCONT, SIGSTOP};
 use std::time::{Duration, Instant};
 use volume::Placement;
@@ -51,10 +51,10 @@ async fn a_claim_is_broken_by_an_invalidation() {
     let m = Memcached::start();
     let bank = Bank::new(&[m.addr()], Placement::Crc32, opts());
     let k = CacheKey::new("claim:test".into());
-    let ph = value::placeholder();
+    let ph = bank.codec().placeholder().clone();
     let c = bank.claim_many(std::slice::from_ref(&k), &ph).await;
     let hit = c[0].clone().unwrap();
-    assert!(value::is_placeholder(&hit.value));
+    assert!(bank.codec().is_placeholder(&hit.value));
     // a mutation invalidates between the claim and the populate
     bank.update(&[Update::Delete(k.clone())], Some(Duration::from_secs(5))).await.unwrap();
     bank.update(&[Update::Cas(k.clone(), Bytes::from_static(b"stale"), hit.cas.unwrap())], Some(Duration::from_secs(5)))

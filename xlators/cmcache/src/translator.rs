@@ -105,9 +105,9 @@ enum Claim {
     Nothing,
 }
 
-fn claim_of(h: Option<Hit>) -> Claim {
+fn claim_of(l: &Layout, h: Option<Hit>) -> Claim {
     match h {
-        Some(h) if value::is_placeholder(&h.value) => match h.cas {
+        Some(h) if l.bank.codec().is_placeholder(&h.value) => match h.cas {
             Some(c) => Claim::Mine(c),
             None => Claim::Nothing,
         },
@@ -116,12 +116,14 @@ fn claim_of(h: Option<Hit>) -> Claim {
     }
 }
 
-fn stat_of(key: &CacheKey, v: &Bytes, fid: FileId) -> Option<Attr> {
-    value::decode(Kind::Stat, &key.key, v).and_then(|p| value::parse_attr(&p)).filter(|a| a.fid == fid)
+/// A cached stat, if it checks (a forged or foreign value is a miss,
+/// counted by the bank's codec).
+fn stat_of(l: &Layout, key: &CacheKey, v: &Bytes, fid: FileId) -> Option<Attr> {
+    l.bank.codec().decode(Kind::Stat, &key.key, v).and_then(|p| value::parse_attr(&p)).filter(|a| a.fid == fid)
 }
 
-fn cas(key: CacheKey, kind: Kind, payload: &[u8], c: u64) -> Update {
-    let v = value::encode(kind, &key.key, payload);
+fn cas(l: &Layout, key: CacheKey, kind: Kind, payload: &[u8], c: u64) -> Update {
+    let v = l.bank.codec().encode(kind, &key.key, payload);
     Update::Cas(key, v, c)
 }
 
@@ -131,10 +133,10 @@ impl CmCache {
     /// between breaks the claim, so no stale stat can land).
     async fn stat(&self, l: &Layout, loc: &Loc, fid: FileId) -> FsResult<Attr> {
         let key = l.keys.stat(fid);
-        let got = l.bank.claim_many(std::slice::from_ref(&key), &value::placeholder()).await;
-        let c = match claim_of(got.into_iter().next().flatten()) {
+        let got = l.bank.claim_many(std::slice::from_ref(&key), l.bank.codec().placeholder()).await;
+        let c = match claim_of(l, got.into_iter().next().flatten()) {
             Claim::Value(v) => {
-                if let Some(a) = stat_of(&key, &v, fid) {
+                if let Some(a) = stat_of(l, &key, &v, fid) {
                     self.metrics.count("getattr", "hit");
                     return Ok(a);
                 }
@@ -148,7 +150,7 @@ impl CmCache {
         self.metrics.count("getattr", "miss");
         let a = self.below.getattr(loc).await?;
         if let (Some(c), true) = (c, a.fid == fid) {
-            let _ = l.bank.update(&[cas(key, Kind::Stat, &value::attr_payload(&a), c)], None).await;
+            let _ = l.bank.update(&[cas(l, key, Kind::Stat, &value::attr_payload(&a), c)], None).await;
         }
         Ok(a)
     }
@@ -177,16 +179,16 @@ impl Translator for CmCache {
         if let Some(h) = hint {
             keys.push(l.keys.stat(h));
         }
-        let got = l.bank.claim_many(&keys, &value::placeholder()).await;
+        let got = l.bank.claim_many(&keys, l.bank.codec().placeholder()).await;
         let mut got = got.into_iter();
-        let dentry = claim_of(got.next().flatten());
+        let dentry = claim_of(&l, got.next().flatten());
         let hinted = got.next().flatten();
         let dclaim = match dentry {
-            Claim::Value(v) => match value::decode(Kind::Dentry, &dkey.key, &v).and_then(|p| value::parse_dentry(&p, name)) {
+            Claim::Value(v) => match l.bank.codec().decode(Kind::Dentry, &dkey.key, &v).and_then(|p| value::parse_dentry(&p, name)) {
                 Some((fid, _kind)) => {
                     // the entry is known: the stat comes with it (hint) or next
                     if hint == Some(fid) {
-                        if let Some(a) = hinted.as_ref().and_then(|h| stat_of(&keys[1], &h.value, fid)) {
+                        if let Some(a) = hinted.as_ref().and_then(|h| stat_of(&l, &keys[1], &h.value, fid)) {
                             self.metrics.count("lookup", "hit");
                             return Ok(a);
                         }
@@ -205,12 +207,12 @@ impl Translator for CmCache {
         self.remember(pfid, name, a.fid);
         let mut ups = Vec::new();
         if let Some(c) = dclaim {
-            ups.push(cas(dkey, Kind::Dentry, &value::dentry_payload(a.fid, a.kind, name), c));
+            ups.push(cas(&l, dkey, Kind::Dentry, &value::dentry_payload(a.fid, a.kind, name), c));
         }
         if let (Some(h), Some(hit)) = (hint, hinted) {
-            if h == a.fid && value::is_placeholder(&hit.value) {
+            if h == a.fid && l.bank.codec().is_placeholder(&hit.value) {
                 if let Some(c) = hit.cas {
-                    ups.push(cas(keys[1].clone(), Kind::Stat, &value::attr_payload(&a), c));
+                    ups.push(cas(&l, keys[1].clone(), Kind::Stat, &value::attr_payload(&a), c));
                 }
             }
         }
@@ -252,7 +254,7 @@ impl Translator for CmCache {
         let got = l.bank.get_many(&keys, false).await;
         let mut blocks = Vec::with_capacity(keys.len() - 1);
         for (k, h) in keys[1..].iter().zip(&got[1..]) {
-            match h.as_ref().and_then(|h| value::decode(Kind::Block, &k.key, &h.value)) {
+            match h.as_ref().and_then(|h| l.bank.codec().decode(Kind::Block, &k.key, &h.value)) {
                 Some(p) if p.len() as u64 <= bs => blocks.push(p),
                 _ => {
                     self.metrics.count("read", "miss");
@@ -266,7 +268,7 @@ impl Translator for CmCache {
         let eof = if blocks.iter().all(|b| b.len() as u64 == bs) {
             end
         } else {
-            let size = match got[0].as_ref().and_then(|h| stat_of(&skey, &h.value, fid)) {
+            let size = match got[0].as_ref().and_then(|h| stat_of(&l, &skey, &h.value, fid)) {
                 Some(a) => a.size,
                 None => self.stat(&l, loc, fid).await?.size,
             };

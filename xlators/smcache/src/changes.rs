@@ -3,8 +3,8 @@
 //! and, as deletions, to the previous epoch's).
 
 use bytes::Bytes;
-use cache_bank::value::{self, Kind};
-use cache_bank::{CacheKey, Keys, Update};
+use cache_bank::value::Kind;
+use cache_bank::{CacheKey, Codec, Keys, Update};
 use xlator::FileId;
 
 #[derive(Clone, Debug)]
@@ -40,13 +40,15 @@ fn kind_of(k: &K) -> Kind {
     }
 }
 
-pub fn updates(changes: &[Change], keys: &Keys) -> Vec<Update> {
+/// The updates for `changes` under `keys`, values framed by `codec` (the
+/// bank's: MAC-checked, maybe encrypted).
+pub fn updates(changes: &[Change], keys: &Keys, codec: &Codec) -> Vec<Update> {
     changes
         .iter()
         .map(|c| match c {
             Change::Put { k, payload, add } => {
                 let key = k.key(keys);
-                let v = value::encode(kind_of(k), &key.key, payload);
+                let v = codec.encode(kind_of(k), &key.key, payload);
                 if *add {
                     Update::Add(key, v)
                 } else {

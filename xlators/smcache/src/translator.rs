@@ -145,7 +145,7 @@ impl Inner {
     /// Send the changes to the current layout and, as deletions, to every
     /// layout replaced less than a lease ago; the nodes that did not confirm.
     async fn apply(&self, l: &Layout, changes: &[Change]) -> Vec<BankError> {
-        let ups = changes::updates(changes, &l.keys);
+        let ups = changes::updates(changes, &l.keys, l.bank.codec());
         let cur = l.bank.update_each(&ups, Some(self.opts.deadline));
         let old = futures::future::join_all(self.layouts.previous().into_iter().map(|(p, until)| async move {
             if p.config.nodes.iter().any(|n| l.config.fenced.contains(n)) {
@@ -204,7 +204,7 @@ impl Inner {
         let _g = self.locks.shared(fid).await;
         if let Ok(data) = self.below.read(&loc, first * bs, ((last - first + 1) * bs) as u32).await {
             let ch = Self::blocks_of(fid, first, last, bs, &data, true);
-            let _ = l.bank.update(&changes::updates(&ch, &l.keys), None).await;
+            let _ = l.bank.update(&changes::updates(&ch, &l.keys, l.bank.codec()), None).await;
             self.metrics.count("populate", "queued", ch.len() as u64);
         }
     }
@@ -241,7 +241,7 @@ impl Translator for SmCache {
         let rel = (offset - astart) as usize;
         let out = data.slice(rel.min(data.len())..(rel + size as usize).min(data.len()));
         let ch = Inner::blocks_of(fid, first, last, bs, &data, true);
-        let _ = l.bank.update(&changes::updates(&ch, &l.keys), None).await;
+        let _ = l.bank.update(&changes::updates(&ch, &l.keys, l.bank.codec()), None).await;
         i.metrics.count("populate", "queued", ch.len() as u64);
         Ok(out)
     }

@@ -6,16 +6,31 @@
 //! live nodes a bank can have *dead* addresses (connections refused: a node
 //! that died, whose old values are gone with it) and *silent* ones (a
 //! listener that accepts and never answers: a frozen node).
+//!
+//! Values are MAC-framed under [`value_key`], as the daemons' are under the
+//! volume's key: translators under test get [`bank_options`], and a
+//! [`View`] reads and plants values with the same key.
 
 use bytes::Bytes;
 use cache_bank::value::{self, Kind};
-use cache_bank::{Bank, BankOptions, CacheKey, Keys, Update};
+use cache_bank::{Bank, BankOptions, CacheKey, Codec, Keys, Update};
 use cache_node::stats::Counters;
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use volume::{CacheConfig, Placement};
 use xlator::*;
+
+/// The bank value key of every test volume (a daemon derives its own from
+/// the volume secret the same way).
+pub fn value_key() -> secret::Key {
+    secret::Secret::from_bytes(&[0x42; 32]).expect("32 bytes").key(secret::Purpose::BankValues)
+}
+
+/// Bank options for translators under test: values keyed with [`value_key`].
+pub fn bank_options() -> BankOptions {
+    BankOptions { value_key: Some(value_key()), ..Default::default() }
+}
 
 /// What stands behind one address of the bank.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,7 +134,7 @@ impl TestBank {
 
     /// The bank as `config` lays it out.
     pub fn view(&self, config: &CacheConfig) -> View {
-        let opts = BankOptions { timeout: Duration::from_secs(5), connect_timeout: Duration::from_secs(1), ..Default::default() };
+        let opts = BankOptions { timeout: Duration::from_secs(5), connect_timeout: Duration::from_secs(1), ..bank_options() };
         View {
             slots: self.slots.clone(),
             keys: Keys::from_config(config),
@@ -147,10 +162,15 @@ impl View {
             .find_map(|n| n.get(&mut Counters::default(), key.key.as_bytes(), None).map(|(v, _, _)| v))
     }
 
+    /// How values are framed and checked here (the translators' codec).
+    pub fn codec(&self) -> &Codec {
+        self.client.codec()
+    }
+
     /// A file's cached stat, if an intact one is there.
     pub fn stat(&self, fid: FileId) -> Option<Attr> {
         let k = self.keys.stat(fid);
-        value::decode(Kind::Stat, &k.key, &self.raw(&k)?).and_then(|p| value::parse_attr(&p))
+        self.codec().decode(Kind::Stat, &k.key, &self.raw(&k)?).and_then(|p| value::parse_attr(&p))
     }
 
     /// Whether anything (a value, a claim's placeholder) is under a stat key.
@@ -161,13 +181,13 @@ impl View {
     /// The cached entry `name` in `parent`: the child's id.
     pub fn dentry(&self, parent: FileId, name: &str) -> Option<FileId> {
         let k = self.keys.dentry(parent, name);
-        value::decode(Kind::Dentry, &k.key, &self.raw(&k)?).and_then(|p| value::parse_dentry(&p, name)).map(|(f, _)| f)
+        self.codec().decode(Kind::Dentry, &k.key, &self.raw(&k)?).and_then(|p| value::parse_dentry(&p, name)).map(|(f, _)| f)
     }
 
     /// Block `n` of a file, if an intact one is there.
     pub fn block(&self, fid: FileId, n: u64) -> Option<Bytes> {
         let k = self.keys.block(fid, n);
-        value::decode(Kind::Block, &k.key, &self.raw(&k)?)
+        self.codec().decode(Kind::Block, &k.key, &self.raw(&k)?)
     }
 
     /// Store `v` under `key`, confirmed by its node.
@@ -177,19 +197,19 @@ impl View {
 
     pub async fn put_stat(&self, a: &Attr) {
         let k = self.keys.stat(a.fid);
-        let v = value::encode(Kind::Stat, &k.key, &value::attr_payload(a));
+        let v = self.codec().encode(Kind::Stat, &k.key, &value::attr_payload(a));
         self.put(k, v).await
     }
 
     pub async fn put_dentry(&self, parent: FileId, name: &str, child: FileId, kind: FileKind) {
         let k = self.keys.dentry(parent, name);
-        let v = value::encode(Kind::Dentry, &k.key, &value::dentry_payload(child, kind, name));
+        let v = self.codec().encode(Kind::Dentry, &k.key, &value::dentry_payload(child, kind, name));
         self.put(k, v).await
     }
 
     pub async fn put_block(&self, fid: FileId, n: u64, payload: &[u8]) {
         let k = self.keys.block(fid, n);
-        let v = value::encode(Kind::Block, &k.key, payload);
+        let v = self.codec().encode(Kind::Block, &k.key, payload);
         self.put(k, v).await
     }
 }

@@ -22,7 +22,7 @@ mod config;
 mod files;
 mod tmpfs;
 
-pub use bank::{NodeState, TestBank, View};
+pub use bank::{bank_options, value_key, NodeState, TestBank, View};
 pub use config::TestVolume;
 pub use files::{at, fid, new_file, nf, path, root};
 pub use tmpfs::Tmpfs;

@@ -43,14 +43,15 @@ impl Stack {
     pub fn over(bank: TestBank, config: CacheConfig, spec: Spec, between: impl FnOnce(Next) -> Next) -> Stack {
         let volume = TestVolume::new(config);
         let leaf = testkit::memory();
-        let opts = SmOptions { threaded: false, deadline: Duration::from_secs(10), ..Default::default() };
+        let opts =
+            SmOptions { threaded: false, deadline: Duration::from_secs(10), bank: testkit::bank_options(), ..Default::default() };
         let registry = prometheus::Registry::new();
         let sm: Next = Arc::new(SmCache::new(leaf.clone(), volume.server_rx(), Arc::default(), opts, &registry));
         let server = between(sm);
         let gateways = (0..spec.gateways)
             .map(|_| {
                 // each gateway its own registry, as each gateway daemon has
-                let cm = CmCache::new(server.clone(), volume.gateway_rx(), Default::default(), &prometheus::Registry::new());
+                let cm = CmCache::new(server.clone(), volume.gateway_rx(), testkit::bank_options(), &prometheus::Registry::new());
                 let cm = match spec.stripe_unit {
                     Some(u) => cm.with_stripe_unit(u),
                     None => cm,

@@ -21,7 +21,7 @@ pub struct Stack {
 /// Options for tests: a deadline long enough for a loaded machine (a live
 /// node always confirms well within it).
 pub fn opts() -> SmOptions {
-    SmOptions { threaded: false, deadline: Duration::from_secs(10), ..Default::default() }
+    SmOptions { threaded: false, deadline: Duration::from_secs(10), bank: testkit::bank_options(), ..Default::default() }
 }
 
 impl Stack {
