@@ -1,6 +1,9 @@
 //! Command-line flags (memcached's names and meanings) and the node config.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::auth::Users;
 
 pub const DEFAULT_PORT: u16 = 11211;
 /// Loopback only unless told otherwise, as Debian's memcached.conf does
@@ -60,6 +63,11 @@ pub struct Args {
     /// auto (rdma when possible, logged). `--rdma ADDR` picks another address.
     #[arg(long, value_name = "KIND", default_value = "tcp")]
     pub transport: transport::select::TransportKind,
+    /// memcached's ASCII authentication: FILE holds `user:password` lines,
+    /// and every connection must log in first (see `auth.rs`); the binary
+    /// protocol is then refused, as memcached does
+    #[arg(short = 'Y', long = "auth-file", value_name = "FILE")]
+    pub auth_file: Option<PathBuf>,
 }
 
 /// `1048576`, `1024k`, `1m` (memcached's -I syntax).
@@ -100,6 +108,8 @@ pub struct Config {
     /// serve memcached over RDMA on the bound TCP address too (`--transport
     /// rdma`), unless `rdma` names another address
     pub rdma_on_listen: bool,
+    /// `-Y`: the logins accepted; `None` = no authentication
+    pub auth: Option<Arc<Users>>,
 }
 
 impl Default for Config {
@@ -115,6 +125,7 @@ impl Default for Config {
             verbose: 0,
             rdma: None,
             rdma_on_listen: false,
+            auth: None,
         }
     }
 }
@@ -154,6 +165,7 @@ impl TryFrom<&Args> for Config {
             verbose: a.verbose,
             rdma: a.rdma.clone(),
             rdma_on_listen,
+            auth: a.auth_file.as_deref().map(Users::load).transpose()?.map(Arc::new),
         })
     }
 }

@@ -14,6 +14,7 @@
 //!                              sharded byte-bounded LRU (lru crate)
 //!  --metrics ADDR ──> daemon::serve_metrics /metrics (metrics.rs), reading the same counters
 //!  --transport rdma / --rdma ADDR ──> rdma.rs: the same Session per RDMA message
+//!  -Y authfile ──> auth.rs: memcached's ASCII login, first on every connection
 //! ```
 //!
 //! ## Threads and tasks
@@ -45,6 +46,7 @@
 //!   ```
 
 mod clock;
+pub mod auth;
 pub mod config;
 mod exec_binary;
 mod exec_meta;

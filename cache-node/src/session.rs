@@ -5,6 +5,7 @@
 //! [`Session::process`], writes `out` back to the peer, and closes the
 //! connection when told to. The protocol is chosen by the first byte, as in
 //! memcached. Requests are answered strictly in order, so pipelining works.
+//! With `-Y`, the login (`auth.rs`) comes first and the protocol is text.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,6 +13,7 @@ use std::time::Instant;
 use bytes::{Buf, BytesMut};
 use cache_proto::{binary, text, Parse, BINARY_REQ_MAGIC};
 
+use crate::auth::{Login, Step};
 use crate::node::Node;
 use crate::stats::{Counters, C};
 
@@ -44,6 +46,8 @@ pub struct Session {
     swallow: usize,
     pub(crate) cnt: Counters,
     latency: Option<prometheus::local::LocalHistogram>,
+    /// where the login stands (`Done` from the start without `-Y`)
+    login: Login,
 }
 
 /// What executing one frame asks of the session.
@@ -56,7 +60,8 @@ pub(crate) enum After {
 impl Session {
     pub fn new(node: Arc<Node>) -> Session {
         let latency = node.metrics.as_ref().map(|m| m.latency.local());
-        Session { node, pending: false, proto: None, swallow: 0, cnt: Counters::default(), latency }
+        let login = if node.config.auth.is_some() { Login::Line } else { Login::Done };
+        Session { node, pending: false, proto: None, swallow: 0, cnt: Counters::default(), latency, login }
     }
 
     /// True when the last [`process`](Self::process) stopped because `out`
@@ -101,6 +106,22 @@ impl Session {
             }
             if input.is_empty() {
                 return Progress::Continue;
+            }
+            if self.login != Login::Done {
+                let Some(users) = self.node.config.auth.clone() else { unreachable!("login without -Y") };
+                match self.login.step(input, &users) {
+                    Step::Incomplete => return Progress::Continue,
+                    Step::Close => return Progress::Close,
+                    Step::Consumed { used, reply } => {
+                        input.advance(used);
+                        out.extend_from_slice(reply.unwrap_or_default());
+                        if self.login == Login::Done {
+                            // memcached never switches to binary after an ASCII login
+                            self.proto = Some(Proto::Text);
+                        }
+                        continue;
+                    }
+                }
             }
             let proto = *self.proto.get_or_insert(if input[0] == BINARY_REQ_MAGIC { Proto::Binary } else { Proto::Text });
             let t0 = self.latency.as_ref().map(|_| Instant::now());
