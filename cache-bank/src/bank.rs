@@ -203,6 +203,9 @@ impl Bank {
             }
             Ok(Ok(Err(e))) => {
                 tracing::debug!(node = %node.addr, error = %e, "bank read failed");
+                if let BankError::Server(_, said) = &e {
+                    node.note_refusal(said);
+                }
                 node.fail(&conn).await;
                 None
             }
@@ -388,6 +391,15 @@ impl Bank {
             match tokio::time::timeout_at(deadline.into(), rx).await {
                 Ok(Ok(Ok(replies))) => {
                     self.opts.metrics.latency.with_label_values(&["update"]).observe(start.elapsed().as_secs_f64());
+                    if let Some(said) = replies.iter().find_map(Node::unauthenticated) {
+                        // a node that wants a login we did not give: down for us, like a failing one
+                        node.note_refusal(&said);
+                        node.fail(&conn).await;
+                        for u in &ops {
+                            self.opts.metrics.count(&node.addr, u.op(), "error", 1);
+                        }
+                        return Err(BankError::Server(node.addr.clone(), said));
+                    }
                     node.succeeded().await;
                     let mut redo = Vec::new();
                     for (u, r) in ops.iter().zip(replies) {
@@ -401,6 +413,10 @@ impl Bank {
                     }
                     if redo.is_empty() {
                         return Ok(());
+                    }
+                    if ops.iter().all(|u| matches!(u, Update::Delete(_))) {
+                        // deletes refused: deleting again would only be refused again
+                        return Err(BankError::Server(node.addr.clone(), "refused deletes".into()));
                     }
                     // A set the node refused may leave an older value behind: delete it.
                     let redo_refs: Vec<&Update> = redo.iter().collect();

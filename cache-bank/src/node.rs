@@ -181,6 +181,30 @@ impl Node {
         Err((DownReason::Failed, BankError::Server(self.addr.clone(), format!("refused our credentials: {said}"))))
     }
 
+    /// The text of a reply that says the node wants a login first
+    /// (memcached `-Y`, and we have no credentials for it).
+    pub fn unauthenticated(r: &Reply) -> Option<String> {
+        match r {
+            Reply::Line(Response::ClientError(why)) if &why[..] == b"unauthenticated" => {
+                Some("CLIENT_ERROR unauthenticated".into())
+            }
+            _ => None,
+        }
+    }
+
+    /// A node answered `said` where we expected data: if that is memcached's
+    /// "log in first", say so once (until a login succeeds).
+    pub fn note_refusal(&self, said: &str) {
+        if said.contains("unauthenticated") && !self.refusal_logged.swap(true, Ordering::Relaxed) {
+            tracing::error!(
+                node = %self.addr, reply = %said,
+                "cache node {} refused our requests: it requires a login (memcached -Y); give this daemon \
+                 --cache-auth-file with one of the node's user:password lines; not using it",
+                self.addr
+            );
+        }
+    }
+
     fn back_off(st: &mut State, why: DownReason) {
         st.down = Some((Instant::now() + st.backoff, why));
         st.backoff = (st.backoff * 2).min(BACKOFF_MAX);

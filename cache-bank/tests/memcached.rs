@@ -19,10 +19,16 @@ impl Memcached {
     }
 
     pub fn on(port: u16) -> Memcached {
+        Self::with(port, &[])
+    }
+
+    /// On `port`, with more of memcached's flags (e.g. `-Y authfile`).
+    pub fn with(port: u16, extra: &[&str]) -> Memcached {
         let bin = "/usr/bin/memcached";
         assert!(std::path::Path::new(bin).exists(), "these tests need Debian's memcached (apt-get install memcached)");
         let child = Command::new(bin)
             .args(["-p", &port.to_string(), "-l", "127.0.0.1", "-U", "0", "-m", "64", "-t", "2", "-u", "nobody"])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
