@@ -40,6 +40,7 @@
 //!   flight per connection, multi-get values RDMA-Written into our buffers.
 
 mod bank;
+pub mod cli;
 pub mod codec;
 mod conn;
 pub mod credentials;
@@ -57,6 +58,7 @@ mod tcp;
 pub mod value;
 
 pub use bank::{Bank, BankOptions, Hit, Update};
+pub use cli::BankArgs;
 pub use codec::Codec;
 pub use credentials::{Credentials, CredentialsError};
 pub use error::BankError;

@@ -1,4 +1,5 @@
 //! A real Debian memcached on a free loopback port, for tests.
+#![allow(dead_code)]
 
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};

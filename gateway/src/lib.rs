@@ -85,6 +85,9 @@ pub struct Args {
     /// with --tls-cert.
     #[arg(long, value_name = "FILE", env = "IMCA_TLS_CA")]
     pub tls_ca: Option<PathBuf>,
+    /// Cache bank values and node login (--cache-encrypt, --cache-auth-file).
+    #[command(flatten)]
+    pub cache: cache_bank::BankArgs,
     /// Where to mount.
     pub mountpoint: PathBuf,
 }
@@ -141,11 +144,11 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
     // One registry for everything this gateway runs (see the daemon crate).
     let registry = prometheus::Registry::new();
     // CMCache's bank (built from the volume config) reaches the cache nodes over RDMA too.
-    let bank = cache_bank::BankOptions {
+    let bank = args.cache.apply(cache_bank::BankOptions {
         rdma,
         metrics: cache_bank::BankMetrics::register(&registry)?,
         ..Default::default()
-    };
+    })?;
     let drain = daemon::Drain::new();
     // The volume's cache config, held under a lease (volume::lease): CMCache
     // uses it for keys and bypasses the bank while it is withdrawn.

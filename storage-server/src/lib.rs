@@ -105,6 +105,9 @@ pub struct Args {
     /// The volume secret (--secret-file FILE, or --insecure).
     #[command(flatten)]
     pub credentials: daemon::Credentials,
+    /// Cache bank values and node login (--cache-encrypt, --cache-auth-file).
+    #[command(flatten)]
+    pub cache: cache_bank::BankArgs,
 }
 
 impl Args {
@@ -129,6 +132,7 @@ impl Args {
             root_squash: false,
             rpc: Default::default(),
             credentials: Default::default(),
+            cache: Default::default(),
         }
     }
 
@@ -212,11 +216,11 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
         deadline: std::time::Duration::from_millis(args.cache_deadline_ms.max(1)),
         // SMCache's banks (built lazily from the volume config) reach the
         // cache nodes over RDMA too.
-        bank: cache_bank::BankOptions {
+        bank: args.cache.apply(cache_bank::BankOptions {
             rdma,
             metrics: cache_bank::BankMetrics::register(&registry)?,
             ..Default::default()
-        },
+        })?,
     };
     let top = graph::build(posix_xl.clone(), volume.clone(), smcache, &registry).await?;
     let service = Arc::new(protocol_server::ProtocolServer::new(top, volume.clone(), &registry));

@@ -1,0 +1,45 @@
+//! The bank's command-line flags, shared by `imca storage` and `imca mount`
+//! (flattened into their Args): how this daemon stores values and how it
+//! logs in to the cache nodes. The value key itself comes from the volume
+//! secret (`--secret-file`), set by the daemon.
+
+use crate::{BankOptions, Credentials, CredentialsError};
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct BankArgs {
+    /// Encrypt the values this daemon stores in the cache bank
+    /// (XChaCha20-Poly1305, key derived from the volume secret), for cache
+    /// nodes on a network others can read. Every daemon reads encrypted and
+    /// plain values alike, so daemons need not agree. Needs the volume secret.
+    #[arg(long, env = "IMCA_CACHE_ENCRYPT", value_parser = clap::builder::FalseyValueParser::new())]
+    pub cache_encrypt: bool,
+    /// Log in to the cache nodes (memcached `-Y`, `imca cache-node -Y`) with
+    /// the first line of FILE, `user:password`. FILE must not be readable
+    /// by group or others.
+    #[arg(long, value_name = "FILE")]
+    pub cache_auth_file: Option<PathBuf>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BankArgsError {
+    #[error(transparent)]
+    Credentials(#[from] CredentialsError),
+    #[error("--cache-encrypt needs the volume secret (the bank key derives from it); it cannot be used with --insecure")]
+    EncryptWithoutKey,
+}
+
+impl BankArgs {
+    /// `opts` with these flags applied (reads `--cache-auth-file`). Call
+    /// after the daemon has set `opts.value_key`.
+    pub fn apply(&self, opts: BankOptions) -> Result<BankOptions, BankArgsError> {
+        if self.cache_encrypt && opts.value_key.is_none() {
+            return Err(BankArgsError::EncryptWithoutKey);
+        }
+        let node_credentials = match &self.cache_auth_file {
+            Some(p) => Some(Credentials::load(p)?),
+            None => opts.node_credentials,
+        };
+        Ok(BankOptions { encrypt_values: self.cache_encrypt || opts.encrypt_values, node_credentials, ..opts })
+    }
+}
