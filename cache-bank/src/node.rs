@@ -143,7 +143,10 @@ impl Node {
         // The bank times its requests itself; the transport's call timeout
         // (from the environment's defaults) only catches a connection that hangs.
         let why = match tokio::time::timeout(t, transport::select::connect_rdma(&self.addr, t)).await {
-            Ok(Ok(c)) => return Ok(crate::rdma::RdmaConn::start(self.addr.clone(), c)),
+            Ok(Ok(c)) => {
+                let login = self.credentials.as_ref().map(Credentials::login_command);
+                return Ok(crate::rdma::RdmaConn::start(self.addr.clone(), c, login));
+            }
             Ok(Err(e)) => e.to_string(),
             Err(_) => format!("RDMA connect timed out after {t:?}"),
         };

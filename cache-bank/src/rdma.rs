@@ -16,6 +16,11 @@
 //! connection's messages concurrently on the node, which is why we never
 //! give it two at once.) Coalescing also keeps the round-trip count of a
 //! burst at TCP's: one message per burst instead of one per batch.
+//!
+//! Login (`-Y` nodes): the node serves each RDMA message as a session of
+//! its own, so with credentials every message starts with the login
+//! command, and its `STORED` is taken off the reply before the batches'
+//! replies are handed out; anything else fails the connection.
 
 use crate::conn::{Batch, BatchResult, Conn};
 use crate::error::BankError;
@@ -45,9 +50,10 @@ pub struct RdmaConn;
 
 impl RdmaConn {
     /// Serve batches over `client` (already connected: the handshake succeeded).
-    pub fn start(addr: String, client: Arc<dyn RpcClient>) -> Conn {
+    /// `login`: the login command to put before every message's batches.
+    pub fn start(addr: String, client: Arc<dyn RpcClient>, login: Option<Vec<u8>>) -> Conn {
         Conn::start(addr, "rdma", |rx, s| {
-            vec![tokio::spawn(run(s.addr, client, rx, s.alive, s.pending)).abort_handle()]
+            vec![tokio::spawn(run(s.addr, client, login, rx, s.alive, s.pending)).abort_handle()]
         })
     }
 }
@@ -55,6 +61,7 @@ impl RdmaConn {
 async fn run(
     addr: String,
     client: Arc<dyn RpcClient>,
+    login: Option<Vec<u8>>,
     mut rx: mpsc::UnboundedReceiver<Batch>,
     alive: Arc<AtomicBool>,
     pending: Arc<AtomicUsize>,
@@ -72,17 +79,21 @@ async fn run(
                 Err(_) => break,
             }
         }
-        let bytes = if batches.len() == 1 {
+        let bytes = if batches.len() == 1 && login.is_none() {
             std::mem::take(&mut batches[0].bytes)
         } else {
-            let mut all = Vec::with_capacity(len);
+            let mut all = Vec::with_capacity(len + login.as_ref().map_or(0, Vec::len));
+            all.extend_from_slice(login.as_deref().unwrap_or_default());
             for b in &batches {
                 all.extend_from_slice(&b.bytes);
             }
             all
         };
         let failed = match exchange(client.as_ref(), &addr, bytes, &batches, value_guess).await {
-            Ok(mut reply) => deliver(&mut reply, batches, &addr, &pending, &mut value_guess),
+            Ok(mut reply) => match logged_in(&mut reply, login.is_some(), &addr) {
+                Ok(()) => deliver(&mut reply, batches, &addr, &pending, &mut value_guess),
+                Err(e) => Some((e, batches.into_iter().map(|b| b.done).collect())),
+            },
             Err(e) => {
                 tracing::debug!(node = %addr, error = %e, "bank RDMA call failed");
                 Some((BankError::Io(addr.clone(), e.to_string()), batches.into_iter().map(|b| b.done).collect()))
@@ -133,7 +144,8 @@ async fn exchange(
 /// stat lookup does not pin megabytes; capped at the largest pooled buffer
 /// (larger replies pay a one-off registration via the retry in [`exchange`]).
 fn reply_bound(batches: &[Batch], value_guess: usize) -> usize {
-    let mut n = 0usize;
+    // (a line more than the batches need: a login's reply, when we send one)
+    let mut n = LINE_REPLY_MAX;
     for e in batches.iter().flat_map(|b| &b.expect) {
         n += match e {
             Expect::Line => LINE_REPLY_MAX,
@@ -141,6 +153,21 @@ fn reply_bound(batches: &[Batch], value_guess: usize) -> usize {
         };
     }
     n.min(REPLY_REGION_CAP)
+}
+
+/// Take the login's reply off the front of `reply` (when we sent one).
+fn logged_in(reply: &mut Bytes, sent: bool, addr: &str) -> Result<(), BankError> {
+    if !sent {
+        return Ok(());
+    }
+    let mut p = BatchParser::new(vec![Expect::Line]);
+    match p.feed(reply, addr)? {
+        true => match p.finish().pop() {
+            Some(Reply::Line(cache_proto::response::Response::Status(cache_proto::response::Status::Stored))) => Ok(()),
+            other => Err(BankError::Server(addr.into(), format!("refused our credentials: {other:?}"))),
+        },
+        false => Err(BankError::Protocol(addr.into(), "RDMA reply ends inside the login's".into())),
+    }
 }
 
 /// Hand each batch its replies, in order. On a malformed reply: the batches
