@@ -257,6 +257,11 @@ impl Translator for CmCache {
             match h.as_ref().and_then(|h| l.bank.codec().decode(Kind::Block, &k.key, &h.value)) {
                 Some(p) if p.len() as u64 <= bs => blocks.push(p),
                 _ => {
+                    if h.is_some() {
+                        // refused (forged, corrupt, foreign): out of the way, so the
+                        // server's populate (an add) can land (deleting is always safe)
+                        let _ = l.bank.update(&[Update::Delete(k.clone())], None).await;
+                    }
                     self.metrics.count("read", "miss");
                     let d = self.below.read(loc, offset, size).await?;
                     self.metrics.read_bytes.with_label_values(&["storage"]).inc_by(d.len() as u64);

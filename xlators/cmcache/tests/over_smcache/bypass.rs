@@ -107,6 +107,48 @@ async fn corrupt_or_foreign_values_are_misses() {
     }
 }
 
+/// The attack of issue 13: values written straight to the bank under the
+/// right keys — a stat that opens a 0600 file, a block of other content —
+/// framed the old way (CRC, computable by anyone) or MAC'd under another
+/// volume's key. The bank's key refuses both: the gateways answer from the
+/// storage server, and once the forgeries are replaced, from the bank again.
+#[tokio::test]
+async fn forged_values_under_the_right_keys_are_misses() {
+    use cache_bank::value::{self, Kind};
+    let s = Stack::start(Spec { block_size: 4096, ..Spec::default() }).await;
+    let data = pattern(2 * 4096, 9);
+    let f = s.file("f", &data).await;
+    let fid = f.fid.unwrap();
+    s.gw().setattr(&f, &SetAttr { perm: Some(0o600), ..Default::default() }).await.unwrap();
+    let truth = s.gw().getattr(&f).await.unwrap();
+    assert_eq!(s.gw().read(&f, 0, data.len() as u32).await.unwrap(), data);
+    let v = s.view();
+    let (skey, bkey) = (v.keys.stat(fid), v.keys.block(fid, 0));
+    let other = cache_bank::Codec::new(Some(secret_key_of_another_volume()), false, Default::default());
+    let forged_attr = Attr { perm: 0o644, uid: 1001, ..truth.clone() };
+    for (stat, block) in [
+        (value::encode(Kind::Stat, &skey.key, &value::attr_payload(&forged_attr)), value::encode(Kind::Block, &bkey.key, &[0xee; 4096])),
+        (other.encode(Kind::Stat, &skey.key, &value::attr_payload(&forged_attr)), other.encode(Kind::Block, &bkey.key, &[0xee; 4096])),
+    ] {
+        v.put(skey.clone(), stat).await;
+        v.put(bkey.clone(), block).await;
+        assert_eq!(s.gw().getattr(&f).await.unwrap(), truth, "the forged stat is refused");
+        assert_eq!(s.gw().read(&f, 0, data.len() as u32).await.unwrap(), data, "the forged block is refused");
+    }
+    // refused values were deleted: the next stat miss repopulates, and the
+    // server's populate of the block lands again
+    s.gw().getattr(&f).await.unwrap();
+    eventually("a real block again", || v.block(fid, 0).is_some()).await;
+    let before = counts(&s);
+    assert_eq!(s.gw().read(&f, 0, data.len() as u32).await.unwrap(), data);
+    assert_eq!(s.gw().getattr(&f).await.unwrap(), truth);
+    assert_eq!(reached(&s, before), (0, 0, 0), "served from the bank again");
+}
+
+fn secret_key_of_another_volume() -> secret::Key {
+    secret::Key::from_raw([0x17; 32])
+}
+
 /// A new epoch names every key anew: nothing cached under the old one is
 /// read again.
 #[tokio::test]
