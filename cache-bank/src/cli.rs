@@ -30,8 +30,9 @@ pub enum BankArgsError {
 }
 
 impl BankArgs {
-    /// `opts` with these flags applied (reads `--cache-auth-file`). Call
-    /// after the daemon has set `opts.value_key`.
+    /// `opts` with these flags applied (reads `--cache-auth-file`, and gives
+    /// its login to `volume::probe` too). Call after the daemon has set
+    /// `opts.value_key`.
     pub fn apply(&self, opts: BankOptions) -> Result<BankOptions, BankArgsError> {
         if self.cache_encrypt && opts.value_key.is_none() {
             return Err(BankArgsError::EncryptWithoutKey);
@@ -40,6 +41,11 @@ impl BankArgs {
             Some(p) => Some(Credentials::load(p)?),
             None => opts.node_credentials,
         };
+        if let Some(c) = &node_credentials {
+            // the control plane's own node probes (join, stats, flush,
+            // readmission) must log in as the banks do
+            volume::probe::set_login(c.login_command());
+        }
         Ok(BankOptions { encrypt_values: self.cache_encrypt || opts.encrypt_values, node_credentials, ..opts })
     }
 }

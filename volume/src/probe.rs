@@ -9,6 +9,10 @@
 //! Requests are composed and answers parsed by `cache_proto::client`, the
 //! bank's own protocol half: an answer line is bounded (`MAX_LINE`), so a
 //! node that streams garbage costs a clear error, not memory.
+//!
+//! Nodes that run memcached's ASCII authentication (`-Y`) are probed after
+//! the same login the daemon's banks send ([`set_login`], from
+//! `--cache-auth-file`).
 
 use crate::validate::DEFAULT_ITEM_LIMIT;
 use crate::{Invalid, Limits};
@@ -22,6 +26,16 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The login command every probe sends first (none = no login).
+static LOGIN: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+
+/// Log in with `command` (memcached's `set <key> 0 -1 <n>\r\n<user> <password>\r\n`,
+/// see `cache_bank::Credentials`) before every probe of this process. Once
+/// per process; later calls are ignored.
+pub fn set_login(command: Vec<u8>) {
+    let _ = LOGIN.set(command);
+}
 
 /// A `stats` listing longer than this is not a memcached's.
 const MAX_STATS: usize = 1024;
@@ -118,12 +132,21 @@ async fn exchange(
 ) -> io::Result<()> {
     let attempt = async {
         let mut s = TcpStream::connect(addr).await?;
-        let mut req = Vec::new();
+        let mut req = LOGIN.get().cloned().unwrap_or_default();
+        let mut login_pending = !req.is_empty();
         client::request(&mut req, cmd, &[]);
         s.write_all(&req).await?;
         let mut buf = Vec::with_capacity(4096);
         loop {
             match client::parse(&buf, 0) {
+                Parsed::Done(r, used) if login_pending => {
+                    if r != Response::Status(Status::Stored) {
+                        return Err(io::Error::new(io::ErrorKind::PermissionDenied, format!("refused our credentials ({r})")));
+                    }
+                    login_pending = false;
+                    buf.drain(..used);
+                    continue;
+                }
                 Parsed::Done(r, used) => {
                     if take(r) {
                         return Ok(());
@@ -168,6 +191,20 @@ mod tests {
         let settings = memcached_settings(&addr, PROBE_TIMEOUT).await.unwrap();
         let limit: u32 = settings["item_size_max"].parse().unwrap();
         assert_eq!(limits(None, &[addr.clone()]).await.item_limit, Some(limit));
+        memcached_flush_all(&addr, PROBE_TIMEOUT).await.unwrap();
+        node.shutdown().await;
+    }
+
+    /// A node with `-Y` answers every probe once the process has its login.
+    #[tokio::test]
+    async fn a_node_with_auth_is_probed_after_the_login() {
+        let users = cache_node::auth::Users::parse("imca:pw\n").unwrap();
+        let cfg = cache_node::Config { threads: 1, auth: Some(std::sync::Arc::new(users)), ..cache_node::Config::local() };
+        let node = cache_node::start(cfg).await.unwrap();
+        let addr = node.addr.to_string();
+        set_login(b"set imca:auth 0 -1 7\r\nimca pw\r\n".to_vec());
+        reachable(&addr).await.unwrap();
+        assert!(memcached_stats(&addr, PROBE_TIMEOUT).await.unwrap().contains_key("curr_items"));
         memcached_flush_all(&addr, PROBE_TIMEOUT).await.unwrap();
         node.shutdown().await;
     }
