@@ -67,6 +67,11 @@ pub struct Args {
     /// authentication costs; any local user can then read and write every file.
     #[arg(long)]
     pub insecure: bool,
+    /// Cache nodes require memcached's login (`-Y`): a user and random
+    /// password in DIR/cache-auth (mode 0600), given to the nodes and as
+    /// `--cache-auth-file` to the storage servers and the gateway.
+    #[arg(long)]
+    pub cache_auth: bool,
 }
 
 /// The volume secret's file in the data dir (kept across runs: the
@@ -143,6 +148,7 @@ async fn up(args: Args) -> anyhow::Result<()> {
         }
     };
     let deadline = Duration::from_secs(args.start_timeout);
+    let cache_auth = if args.cache_auth { Some(cache_auth_file(&dir)?) } else { None };
     let mut ports = Ports { base: args.base_port, used: 0 };
     let mut procs: Vec<Proc> = Vec::new();
     println!(
@@ -170,6 +176,9 @@ async fn up(args: Args) -> anyhow::Result<()> {
             }
             cmd.args(["--transport", &args.transport.to_string()]);
             cmd.args(["--listen", &listen, "--metrics", "127.0.0.1:0", "--ready-file"]).arg(&ready);
+            if let Some(f) = &cache_auth {
+                cmd.arg("--cache-auth-file").arg(f);
+            }
             procs.push(spawn(&format!("storage-{i}"), cmd, &logs)?);
             storage.push((procs.len() - 1, ready, export));
         }
@@ -194,6 +203,9 @@ async fn up(args: Args) -> anyhow::Result<()> {
                 if unsafe { libc::geteuid() } == 0 {
                     cmd.args(["-u", "root"]);
                 }
+                if let Some(f) = &cache_auth {
+                    cmd.arg("-Y").arg(f);
+                }
                 procs.push(spawn(&name, cmd, &logs).context("starting memcached (apt-get install memcached)")?);
                 let addr = format!("127.0.0.1:{port}");
                 let idx = procs.len() - 1;
@@ -211,6 +223,9 @@ async fn up(args: Args) -> anyhow::Result<()> {
                 }
                 cmd.args(["-l", host, "-p", port, "-m", &args.cache_mb.to_string()]);
                 cmd.args(["--metrics", "127.0.0.1:0", "--ready-file"]).arg(&ready);
+                if let Some(f) = &cache_auth {
+                    cmd.arg("-Y").arg(f);
+                }
                 procs.push(spawn(&name, cmd, &logs)?);
                 let idx = procs.len() - 1;
                 let info = wait_ready(&mut procs[idx], &ready, deadline).await?;
@@ -235,6 +250,9 @@ async fn up(args: Args) -> anyhow::Result<()> {
             cmd.args(["--stripe-unit", u]);
         }
         cmd.args(["--admin", &ports.next()]).arg("--admin-token-file").arg(&token_file);
+        if let Some(f) = &cache_auth {
+            cmd.arg("--cache-auth-file").arg(f);
+        }
         cmd.args(["--metrics", "127.0.0.1:0", "--ready-file"]).arg(&ready).arg(&mount);
         procs.push(spawn("gateway", cmd, &logs)?);
         let idx = procs.len() - 1;
@@ -278,6 +296,20 @@ async fn up(args: Args) -> anyhow::Result<()> {
     stop_all(&mut procs, &mount).await;
     println!("imca up: stopped");
     outcome
+}
+
+/// DIR/cache-auth: `imca:<random password>`, created once (mode 0600) and
+/// reused; a memcached auth file and a `--cache-auth-file` at once.
+fn cache_auth_file(dir: &Path) -> anyhow::Result<PathBuf> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join("cache-auth");
+    match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path) {
+        Ok(mut f) => f.write_all(format!("imca:{}\n", admin::auth::generate_token()?).as_bytes())?,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
+    }
+    Ok(path)
 }
 
 /// The stripe layout is fixed by the data already in DIR: the same number of
