@@ -219,6 +219,8 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
         bank: args.cache.apply(cache_bank::BankOptions {
             rdma,
             metrics: cache_bank::BankMetrics::register(&registry)?,
+            // every value MAC-checked under the volume secret (none: --insecure)
+            value_key: secret.as_ref().map(|s| s.key(secret::Purpose::BankValues)),
             ..Default::default()
         })?,
     };
