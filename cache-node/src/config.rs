@@ -7,8 +7,9 @@ use crate::auth::Users;
 
 pub const DEFAULT_PORT: u16 = 11211;
 /// Loopback only unless told otherwise, as Debian's memcached.conf does
-/// (`-l 127.0.0.1`): memcached's protocol has no authentication, so a node
-/// must be put on the cache network on purpose, never by default.
+/// (`-l 127.0.0.1`): memcached's protocol has no authentication unless
+/// `-Y` is given, so a node must be put on the cache network on purpose,
+/// never by default.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1";
 pub const DEFAULT_MEMORY_MB: usize = 64;
 pub const DEFAULT_MAX_CONNS: usize = 1024;
