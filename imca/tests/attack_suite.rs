@@ -139,3 +139,80 @@ fn tls_and_an_allow_list_serve_a_real_mount() {
     assert!(e.contains("requires TLS"), "{e}");
     common::force_unmount(&mount);
 }
+
+/// `getxattr` of a path, as text.
+fn xattr(path: &std::path::Path, name: &str) -> String {
+    let p = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    let n = std::ffi::CString::new(name).unwrap();
+    let mut buf = [0u8; 256];
+    // SAFETY: valid C strings and a buffer of the length given.
+    let len = unsafe { libc::getxattr(p.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    assert!(len > 0, "getxattr {name} on {}: {}", path.display(), std::io::Error::last_os_error());
+    String::from_utf8(buf[..len as usize].to_vec()).unwrap()
+}
+
+#[test]
+fn forged_bank_values_under_the_right_keys_do_not_reach_applications() {
+    let c = ClusterSpec::new().storage(2).cache(Cache::Imca(1)).gateways(1).start();
+    std::fs::set_permissions(c.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let private = c.path("root-only");
+    let truth: Vec<u8> = b"root's secret content, one block of it".to_vec();
+    std::fs::write(&private, &truth).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert_eq!(std::fs::read(&private).unwrap(), truth); // populates stat and block 0
+
+    // What the old attack derived from the bank alone, taken here from the
+    // servers: the volume's name, epoch, block size and the file's id.
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(c.export(0).join(".imca/volume.json")).unwrap()).unwrap();
+    let keys = cache_bank::Keys::new(
+        config["volume"].as_str().unwrap(),
+        config["epoch"].as_u64().unwrap(),
+        config["block_size"].as_u64().unwrap() as u32,
+    );
+    let fid = xlator::FileId::from_hex(&xattr(&c.export(0).join("root-only"), "user.imca.fid")).unwrap();
+    let (skey, bkey) = (keys.stat(fid), keys.block(fid, 0));
+    let node = memcache::Client::connect(format!("memcache://{}?protocol=ascii", c.cache_addrs()[0])).unwrap();
+    let cached: Vec<u8> = node.get(&skey.key).unwrap().expect("the stat is in the bank");
+    assert!(cached.len() > 20 && &cached[..3] == b"IM\x02", "a MACed value (format 2)");
+    let attr = cache_bank::value::parse_attr(&cached[20..]).expect("a stat payload");
+
+    // The forgeries: a world-readable stat owned by the attacker and a block
+    // of its choosing, in the old CRC framing and in the MAC framing with a
+    // guessed tag, written as any user of the host can (no node login here).
+    let forged_attr = xlator::Attr { perm: 0o644, uid: ATTACKER, ..attr };
+    let forged_block = b"forged forged forged forged forged!!!!".to_vec();
+    let mut guessed = cached.clone();
+    guessed[4..20].copy_from_slice(&[0x5a; 16]);
+    let forgeries = [
+        (
+            cache_bank::value::encode(cache_bank::value::Kind::Stat, &skey.key, &cache_bank::value::attr_payload(&forged_attr)).to_vec(),
+            cache_bank::value::encode(cache_bank::value::Kind::Block, &bkey.key, &forged_block).to_vec(),
+        ),
+        (guessed, {
+            let mut b = b"IM\x02B".to_vec();
+            b.extend_from_slice(&[0x5a; 16]);
+            b.extend_from_slice(&forged_block);
+            b
+        }),
+    ];
+    for (stat, block) in forgeries {
+        node.set(&skey.key, &stat[..], 0).unwrap();
+        node.set(&bkey.key, &block[..], 0).unwrap();
+        // The attacker still may not read root's file…
+        let out = Command::new("cat").arg(&private).uid(ATTACKER).gid(ATTACKER).output().unwrap();
+        assert!(!out.status.success(), "uid {ATTACKER} read root's 0600 file through a forged stat");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("Permission denied"));
+        // …and root reads the truth, with the owner and mode the servers hold.
+        let meta = std::fs::metadata(&private).unwrap();
+        assert_eq!((meta.permissions().mode() & 0o777, std::os::unix::fs::MetadataExt::uid(&meta)), (0o600, 0));
+        assert_eq!(std::fs::read(&private).unwrap(), truth);
+    }
+    let metrics = http_get(&c.gateways[0].daemon.metrics_url().unwrap());
+    let rejected: f64 = metrics
+        .lines()
+        .filter(|l| l.starts_with("imca_bank_value_rejected_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert!(rejected >= 4.0, "refused values are counted: {rejected}\n{metrics}");
+}
