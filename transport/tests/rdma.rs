@@ -382,6 +382,20 @@ fn key(b: u8) -> secret::Key {
     secret::Secret::from_bytes(&[b; 32]).unwrap().key(secret::Purpose::RpcHandshake)
 }
 
+/// A connection request that claims to authenticate (flag set, a nonce)
+/// from a client that will never send its proof.
+fn unproven_hello() -> Vec<u8> {
+    let mut hello = Vec::new();
+    hello.extend_from_slice(b"IMCH");
+    hello.extend_from_slice(&2u16.to_le_bytes()); // version
+    hello.extend_from_slice(&32u16.to_le_bytes()); // recv_count
+    hello.extend_from_slice(&8192u32.to_le_bytes()); // msg_size
+    hello.extend_from_slice(&4096u32.to_le_bytes()); // inline_threshold
+    hello.extend_from_slice(&[5, 1, 0, 0]); // active MTU, flags: authenticates
+    hello.extend_from_slice(&[0x11; 32]); // nonce
+    hello
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_a_peer_holding_the_volume_key_is_served() {
     let svc: Arc<TestService> = Arc::default();
@@ -402,15 +416,7 @@ async fn only_a_peer_holding_the_volume_key_is_served() {
         other => panic!("expected a rejected connection, got {:?}", other.err()),
     }
     // Claims to authenticate, then sends a request instead of its proof.
-    let mut hello = Vec::new();
-    hello.extend_from_slice(b"IMCH");
-    hello.extend_from_slice(&2u16.to_le_bytes());
-    hello.extend_from_slice(&32u16.to_le_bytes());
-    hello.extend_from_slice(&8192u32.to_le_bytes());
-    hello.extend_from_slice(&4096u32.to_le_bytes());
-    hello.extend_from_slice(&[5, 1, 0, 0]);
-    hello.extend_from_slice(&[0x11; 32]);
-    let sneaky = RdmaClient::connect(&srv.addr, RdmaOptions { hello_override: Some(hello), ..opts() }).await.unwrap();
+    let sneaky = RdmaClient::connect(&srv.addr, RdmaOptions { hello_override: Some(unproven_hello()), ..opts() }).await.unwrap();
     assert!(sneaky.call(msg("echo", Bytes::from_static(b"x")), 0).await.is_err());
     assert_eq!(svc.seen.load(Ordering::SeqCst), 1, "only the authenticated call reached the service");
     assert!(good.call(msg("echo", Bytes::from_static(b"again")), 0).await.is_ok(), "the good client is unaffected");
@@ -431,15 +437,7 @@ async fn connection_slots_are_bounded_and_unproven_peers_make_room() {
     let with = |k: u8| RdmaOptions { auth: Some(key(k)), ..opts() };
     let srv = start(svc.clone(), RdmaOptions { max_connections: 3, max_unauthenticated: 1, ..with(1) }).await;
     // A peer that claims to authenticate and never sends its proof…
-    let mut hello = Vec::new();
-    hello.extend_from_slice(b"IMCH");
-    hello.extend_from_slice(&2u16.to_le_bytes());
-    hello.extend_from_slice(&32u16.to_le_bytes());
-    hello.extend_from_slice(&8192u32.to_le_bytes());
-    hello.extend_from_slice(&4096u32.to_le_bytes());
-    hello.extend_from_slice(&[5, 1, 0, 0]);
-    hello.extend_from_slice(&[0x22; 32]);
-    let squatter = RdmaClient::connect(&srv.addr, RdmaOptions { hello_override: Some(hello), ..opts() }).await.unwrap();
+    let squatter = RdmaClient::connect(&srv.addr, RdmaOptions { hello_override: Some(unproven_hello()), ..opts() }).await.unwrap();
     // …is closed when a second unproven peer arrives (here: a real client,
     // which proves itself at once).
     let a = RdmaClient::connect(&srv.addr, with(1)).await.unwrap();
