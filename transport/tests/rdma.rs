@@ -607,8 +607,48 @@ fn bank(addr: &str, rdma: bool) -> cache_bank::Bank {
         connect_timeout: Duration::from_secs(20),
         rdma,
         metrics: BANK_METRICS.clone(),
+        ..Default::default()
     };
     cache_bank::Bank::new(&[addr.to_string()], volume::Placement::Crc32, o)
+}
+
+/// The bank logs in over RDMA too: a node started with memcached's `-Y`
+/// serves a bank with the right login and nothing to one without.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bank_logs_in_to_a_node_with_ascii_auth_over_rdma() {
+    use cache_bank::Update;
+    let users = cache_node::auth::Users::parse("imca:s3cret\n").unwrap();
+    rdma_cache_node().await.shutdown().await; // (sets the environment the banks' QPs read)
+    let cfg = cache_node::Config {
+        listen: format!("{}:0", ip()),
+        rdma_on_listen: true,
+        auth: Some(std::sync::Arc::new(users)),
+        ..cache_node::Config::local()
+    };
+    let h = cache_node::start(cfg).await.unwrap();
+    let addr = h.addr.to_string();
+    let with = |creds: Option<cache_bank::Credentials>| {
+        let o = cache_bank::BankOptions {
+            timeout: Duration::from_secs(20),
+            connect_timeout: Duration::from_secs(20),
+            rdma: true,
+            metrics: BANK_METRICS.clone(),
+            node_credentials: creds,
+            ..Default::default()
+        };
+        cache_bank::Bank::new(&[addr.clone()], volume::Placement::Crc32, o)
+    };
+    let good = with(cache_bank::Credentials::parse("imca:s3cret"));
+    let wait = Some(Duration::from_secs(30));
+    good.update(&[Update::Set(ckey(1), pattern(100_000, 3))], wait).await.unwrap();
+    let got = good.get_many(&[ckey(1)], false).await;
+    assert_eq!(got[0].as_ref().map(|h| h.value.clone()), Some(pattern(100_000, 3)), "logged in: a hit over RDMA");
+    for creds in [None, cache_bank::Credentials::parse("imca:wrong")] {
+        let bad = with(creds);
+        assert!(bad.get_many(&[ckey(1)], false).await[0].is_none(), "without the login: a miss");
+    }
+    assert!(good.get_many(&[ckey(1)], false).await[0].is_some(), "the node is unharmed");
+    h.shutdown().await;
 }
 
 fn ckey(i: usize) -> cache_bank::CacheKey {
