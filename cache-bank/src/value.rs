@@ -60,7 +60,10 @@ fn kind_tag(k: FileKind) -> u8 {
         FileKind::File => 0,
         FileKind::Dir => 1,
         FileKind::Symlink => 2,
-        FileKind::Other => 3,
+        FileKind::Fifo => 3,
+        FileKind::Socket => 4,
+        FileKind::CharDev => 5,
+        FileKind::BlockDev => 6,
     }
 }
 
@@ -69,7 +72,10 @@ fn tag_kind(t: u8) -> Option<FileKind> {
         0 => FileKind::File,
         1 => FileKind::Dir,
         2 => FileKind::Symlink,
-        3 => FileKind::Other,
+        3 => FileKind::Fifo,
+        4 => FileKind::Socket,
+        5 => FileKind::CharDev,
+        6 => FileKind::BlockDev,
         _ => return None,
     })
 }

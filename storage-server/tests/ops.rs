@@ -105,7 +105,7 @@ async fn symlink_readlink_mknod() {
     assert_eq!(c.readlink(&path("f")).await.unwrap_err(), FsError::EINVAL);
     let p = nf("fifo");
     let a = c.mknod(&root(), &p, libc::S_IFIFO, 0).await.unwrap();
-    assert_eq!((a.kind, a.fid), (FileKind::Other, p.fid));
+    assert_eq!((a.kind, a.fid), (FileKind::Fifo, p.fid));
     assert!(std::fs::symlink_metadata(e.export.join("fifo")).unwrap().file_type().is_fifo_like());
     assert_eq!(c.lookup(&root(), "fifo").await.unwrap().fid, p.fid);
 }
@@ -320,7 +320,10 @@ async fn statfs_and_xattrs() {
     assert_eq!(c.getxattr(&l, "user.imca.fid").await.unwrap_err(), FsError::ENODATA);
     assert_eq!(c.setxattr(&l, "user.imca.fid", b"0", none).await.unwrap_err(), FsError::EPERM);
     assert_eq!(c.removexattr(&l, "user.imca.fid").await.unwrap_err(), FsError::EPERM);
-    assert_eq!(c.setxattr(&l, "trusted.x", b"0", none).await.unwrap_err(), FsError::ENOTSUP);
+    // Namespaces beyond user.* (issue 11): trusted.*/security.* where the
+    // export allows them, never IMCa's own, never ACLs.
+    assert_eq!(c.setxattr(&l, "system.posix_acl_access", b"0", none).await.unwrap_err(), FsError::ENOTSUP);
+    assert_eq!(c.setxattr(&l, "trusted.imca.fid", b"0", none).await.unwrap_err(), FsError::EPERM);
     // Directories have xattrs too; the root's id stays hidden.
     c.setxattr(&root(), "user.r", b"1", none).await.unwrap();
     assert_eq!(c.listxattr(&root()).await.unwrap(), vec!["user.r"]);

@@ -230,7 +230,9 @@ macro_rules! unit_enum {
     };
 }
 
-unit_enum!(FileKind, "file kind" { File = 0, Dir = 1, Symlink = 2, Other = 3 });
+// Tag 3 was "other special file" before the special kinds were told
+// apart; it reads as a fifo, which is what such a node showed as then.
+unit_enum!(FileKind, "file kind" { File = 0, Dir = 1, Symlink = 2, Fifo = 3, Socket = 4, CharDev = 5, BlockDev = 6 });
 unit_enum!(Placement, "placement" { Crc32 = 0, Modulo = 1, Consistent = 2 });
 
 impl Enc for TimeSet {

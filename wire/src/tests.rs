@@ -20,7 +20,15 @@ fn ts() -> impl Strategy<Value = Timestamp> {
     (any::<i64>(), any::<u32>()).prop_map(|(secs, nsecs)| Timestamp { secs, nsecs })
 }
 fn kind() -> impl Strategy<Value = FileKind> {
-    prop_oneof![Just(FileKind::File), Just(FileKind::Dir), Just(FileKind::Symlink), Just(FileKind::Other)]
+    prop_oneof![
+        Just(FileKind::File),
+        Just(FileKind::Dir),
+        Just(FileKind::Symlink),
+        Just(FileKind::Fifo),
+        Just(FileKind::Socket),
+        Just(FileKind::CharDev),
+        Just(FileKind::BlockDev),
+    ]
 }
 fn attr() -> impl Strategy<Value = Attr> {
     (fid(), kind(), any::<[u64; 2]>(), any::<[u32; 5]>(), ts(), ts(), ts()).prop_map(|(fid, kind, a, b, at, mt, ct)| Attr {

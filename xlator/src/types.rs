@@ -85,8 +85,20 @@ pub enum FileKind {
     File,
     Dir,
     Symlink,
-    /// fifo, socket, device: stored but never cached as data
-    Other,
+    /// The special files: stored and listed like any other object, never
+    /// read or written through the pipeline (the gateway's kernel opens
+    /// them as the local fifo, socket or device their type and `rdev` name).
+    Fifo,
+    Socket,
+    CharDev,
+    BlockDev,
+}
+
+impl FileKind {
+    /// A fifo, socket or device node (no data of its own on the servers).
+    pub fn is_special(self) -> bool {
+        matches!(self, FileKind::Fifo | FileKind::Socket | FileKind::CharDev | FileKind::BlockDev)
+    }
 }
 
 /// Seconds and nanoseconds since the Unix epoch.

@@ -31,8 +31,12 @@ pub fn kind(k: FileKind) -> FileType {
         FileKind::File => FileType::RegularFile,
         FileKind::Dir => FileType::Directory,
         FileKind::Symlink => FileType::Symlink,
-        // The pipeline does not distinguish fifos, sockets and devices.
-        FileKind::Other => FileType::NamedPipe,
+        // The kernel checks that a new node's type is the one it asked
+        // for (EIO otherwise), and opens special files itself by this type.
+        FileKind::Fifo => FileType::NamedPipe,
+        FileKind::Socket => FileType::Socket,
+        FileKind::CharDev => FileType::CharDevice,
+        FileKind::BlockDev => FileType::BlockDevice,
     }
 }
 

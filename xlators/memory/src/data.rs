@@ -103,6 +103,8 @@ impl Fs {
                 Ok(())
             }
             FileKind::Symlink => err(libc::ELOOP),
+            // as posix: Linux has no way to open a socket by name
+            FileKind::Socket => err(libc::ENXIO),
             _ => Ok(()),
         }
     }

@@ -31,7 +31,10 @@ impl Fs {
         let fmt = mode & libc::S_IFMT;
         let content = match fmt {
             0 | libc::S_IFREG => Content::File(Vec::new()),
-            libc::S_IFIFO | libc::S_IFSOCK | libc::S_IFCHR | libc::S_IFBLK => Content::Other,
+            libc::S_IFIFO => Content::Special(FileKind::Fifo),
+            libc::S_IFSOCK => Content::Special(FileKind::Socket),
+            libc::S_IFCHR => Content::Special(FileKind::CharDev),
+            libc::S_IFBLK => Content::Special(FileKind::BlockDev),
             _ => return err(libc::EINVAL),
         };
         if matches!(fmt, libc::S_IFCHR | libc::S_IFBLK) {
@@ -84,8 +87,8 @@ impl Fs {
         match self.inode(fid).kind() {
             FileKind::Dir => return err(libc::EISDIR),
             FileKind::Symlink => return err(libc::ELOOP),
-            FileKind::Other => return Ok(self.attr(fid)),
             FileKind::File => {}
+            _ => return Ok(self.attr(fid)),
         }
         if flags & libc::O_TRUNC != 0 {
             self.truncate(fid, 0)?;

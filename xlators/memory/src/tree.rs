@@ -11,7 +11,6 @@ use xlator::*;
 /// posix keeps its own state in this directory at the export root; clients
 /// can neither see it nor create it, and so it is here.
 pub(crate) const META_DIR: &str = ".imca";
-pub(crate) const HIDDEN_XATTR_PREFIX: &str = "user.imca.";
 const PATH_MAX: usize = libc::PATH_MAX as usize;
 /// What a directory reports as its size (ext4's for a small directory).
 const DIR_SIZE: u64 = 4096;
@@ -20,8 +19,8 @@ pub(crate) enum Content {
     File(Vec<u8>),
     Dir(Dir),
     Symlink(String),
-    /// fifo, socket, device
-    Other,
+    /// fifo, socket or device node (its device number is `Inode::rdev`)
+    Special(FileKind),
 }
 
 pub(crate) struct Inode {
@@ -63,7 +62,7 @@ impl Inode {
             Content::File(_) => FileKind::File,
             Content::Dir(_) => FileKind::Dir,
             Content::Symlink(_) => FileKind::Symlink,
-            Content::Other => FileKind::Other,
+            Content::Special(k) => k,
         }
     }
 
@@ -252,7 +251,7 @@ impl Fs {
             Content::File(d) => (d.len() as u64, i.links),
             Content::Dir(d) => (DIR_SIZE, 2 + d.subdirs()),
             Content::Symlink(t) => (t.len() as u64, i.links),
-            Content::Other => (0, i.links),
+            Content::Special(_) => (0, i.links),
         };
         Attr {
             fid,

@@ -1,37 +1,47 @@
-//! Extended attributes: clients get the `user.` namespace only, minus the
-//! `user.imca.` names posix keeps for itself; Linux allows `user.*` only on
+//! Extended attributes, as posix has them: clients get the `user.`,
+//! `trusted.` and `security.` namespaces, minus IMCa's own `<ns>.imca.*`
+//! names (hidden, refused) and minus `security.capability` (posix's default
+//! export policy keeps no set-id power); Linux allows `user.*` only on
 //! regular files and directories.
 
-use crate::tree::{err, Fs, HIDDEN_XATTR_PREFIX};
+use crate::tree::{err, Fs};
 use bytes::Bytes;
 use xlator::*;
+
+const CLIENT_NAMESPACES: [&str; 3] = ["user.", "trusted.", "security."];
 
 fn check_xattr_name(name: &str) -> FsResult<()> {
     if name.is_empty() || name.len() > 255 {
         return err(libc::ERANGE);
     }
-    if !name.starts_with("user.") {
+    if !CLIENT_NAMESPACES.iter().any(|ns| name.starts_with(ns)) {
         return err(libc::ENOTSUP);
     }
     Ok(())
 }
 
+/// posix keeps its ids in `user.imca.fid` / `trusted.imca.fid`.
+fn is_imca_xattr(name: &str) -> bool {
+    name.split_once('.').is_some_and(|(_, rest)| rest.starts_with("imca."))
+}
+
 impl Fs {
-    /// Whether the object may carry `user.*` xattrs.
-    fn user_xattrs(&self, fid: FileId) -> bool {
-        matches!(self.inode(fid).kind(), FileKind::File | FileKind::Dir)
+    /// Whether the object may carry this xattr (Linux: `user.*` only on
+    /// regular files and directories).
+    fn may_carry(&self, fid: FileId, name: &str) -> bool {
+        !name.starts_with("user.") || matches!(self.inode(fid).kind(), FileKind::File | FileKind::Dir)
     }
 
     pub fn setxattr(&mut self, loc: &Loc, name: &str, value: &[u8], flags: XattrFlags) -> FsResult<()> {
         check_xattr_name(name)?;
-        if name.starts_with(HIDDEN_XATTR_PREFIX) {
+        if is_imca_xattr(name) || name == "security.capability" {
             return err(libc::EPERM);
         }
         let fid = self.resolve(loc)?;
         if value.len() > XATTR_SIZE_MAX {
             return err(libc::E2BIG);
         }
-        if !self.user_xattrs(fid) {
+        if !self.may_carry(fid, name) {
             return err(libc::EPERM);
         }
         let i = self.inode_mut(fid);
@@ -49,7 +59,7 @@ impl Fs {
 
     pub fn getxattr(&self, loc: &Loc, name: &str) -> FsResult<Data> {
         check_xattr_name(name)?;
-        if name.starts_with(HIDDEN_XATTR_PREFIX) {
+        if is_imca_xattr(name) {
             return err(libc::ENODATA);
         }
         let fid = self.resolve(loc)?;
@@ -66,11 +76,11 @@ impl Fs {
 
     pub fn removexattr(&mut self, loc: &Loc, name: &str) -> FsResult<()> {
         check_xattr_name(name)?;
-        if name.starts_with(HIDDEN_XATTR_PREFIX) {
+        if is_imca_xattr(name) {
             return err(libc::EPERM);
         }
         let fid = self.resolve(loc)?;
-        if !self.user_xattrs(fid) {
+        if !self.may_carry(fid, name) {
             return err(libc::EPERM);
         }
         let i = self.inode_mut(fid);

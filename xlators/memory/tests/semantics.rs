@@ -209,25 +209,40 @@ async fn a_resumed_listing_neither_repeats_nor_skips() {
 }
 
 #[tokio::test]
-async fn user_xattrs_only_and_on_files_and_directories_only() {
+async fn xattrs_in_client_namespaces_user_on_files_and_directories_only() {
     on_both(|x| async move {
         let root = Loc::root();
         x.create(&root, &nf("f", 60), libc::O_RDWR).await.unwrap();
         x.symlink(&root, &nf("s", 61), "f").await.unwrap();
         let (f, s) = (p("f"), p("s"));
         let (create, replace) = (XattrFlags { create: true, replace: false }, XattrFlags { create: false, replace: true });
+        let none = XattrFlags::default();
         x.setxattr(&f, "user.a", b"1", create).await.unwrap();
         assert_eq!(x.setxattr(&f, "user.a", b"2", create).await.unwrap_err(), FsError::EEXIST);
         assert_eq!(x.setxattr(&f, "user.b", b"2", replace).await.unwrap_err(), FsError::ENODATA);
-        assert_eq!(x.setxattr(&f, "trusted.a", b"1", create).await.unwrap_err(), FsError::ENOTSUP);
+        assert_eq!(x.setxattr(&f, "system.posix_acl_access", b"1", create).await.unwrap_err(), FsError::ENOTSUP);
         assert_eq!(x.setxattr(&f, "user.imca.fid", b"1", create).await.unwrap_err(), FsError::EPERM);
+        assert_eq!(x.setxattr(&s, "trusted.imca.fid", b"1", none).await.unwrap_err(), FsError::EPERM);
+        assert_eq!(x.removexattr(&s, "trusted.imca.fid").await.unwrap_err(), FsError::EPERM);
+        assert_eq!(x.getxattr(&s, "trusted.imca.fid").await.unwrap_err(), FsError::ENODATA);
+        assert_eq!(x.setxattr(&f, "security.capability", b"1", none).await.unwrap_err(), FsError::EPERM);
         assert_eq!(x.setxattr(&f, "", b"1", create).await.unwrap_err(), FsError::ERANGE);
         assert_eq!(x.setxattr(&s, "user.a", b"1", create).await.unwrap_err(), FsError::EPERM);
         assert_eq!(x.getxattr(&s, "user.a").await.unwrap_err(), FsError::ENODATA);
         assert_eq!(x.getxattr(&f, "user.imca.fid").await.unwrap_err(), FsError::ENODATA);
         assert_eq!(&x.getxattr(&f, "user.a").await.unwrap()[..], b"1");
         assert_eq!(x.listxattr(&f).await.unwrap(), vec!["user.a".to_string()]);
-        assert_eq!(x.listxattr(&s).await.unwrap(), Vec::<String>::new());
+        assert_eq!(x.listxattr(&s).await.unwrap(), Vec::<String>::new(), "the symlink's own id is hidden");
+        // trusted.* and security.* on any kind (the server runs as root)
+        x.setxattr(&s, "trusted.t", b"on a symlink", none).await.unwrap();
+        x.setxattr(&f, "security.s", b"label", none).await.unwrap();
+        assert_eq!(&x.getxattr(&s, "trusted.t").await.unwrap()[..], b"on a symlink");
+        assert_eq!(x.listxattr(&s).await.unwrap(), vec!["trusted.t".to_string()]);
+        let mut names = x.listxattr(&f).await.unwrap();
+        names.sort();
+        assert_eq!(names, vec!["security.s".to_string(), "user.a".to_string()]);
+        x.removexattr(&s, "trusted.t").await.unwrap();
+        x.removexattr(&f, "security.s").await.unwrap();
         x.removexattr(&f, "user.a").await.unwrap();
         assert_eq!(x.removexattr(&f, "user.a").await.unwrap_err(), FsError::ENODATA);
         assert_eq!(x.setattr(&s, &SetAttr { perm: Some(0o600), ..Default::default() }).await.unwrap_err(), FsError::ENOTSUP);
@@ -251,4 +266,31 @@ async fn calls_are_counted_per_operation() {
     assert_eq!(m.calls(Fop::Read), 0);
     assert_eq!(m.total_calls(), 5);
     assert_eq!(m.objects(), 2, "the root and f");
+}
+
+/// Fifos and sockets keep their kind; devices are refused as by posix's
+/// default policy; open of a socket is ENXIO (Linux's answer).
+#[tokio::test]
+async fn special_files_keep_their_kind() {
+    on_both(|x| async move {
+        let root = Loc::root();
+        let a = x.mknod(&root, &nf("fifo", 70), libc::S_IFIFO | 0o640, 0).await.unwrap();
+        assert_eq!((a.kind, a.rdev, a.perm), (FileKind::Fifo, 0, 0o644));
+        let a = x.mknod(&root, &nf("sock", 71), libc::S_IFSOCK | 0o640, 0).await.unwrap();
+        assert_eq!(a.kind, FileKind::Socket);
+        for (fmt, id) in [(libc::S_IFCHR, 72), (libc::S_IFBLK, 73)] {
+            assert_eq!(x.mknod(&root, &nf("dev", id), fmt | 0o640, 0x103).await.unwrap_err(), FsError::EPERM);
+        }
+        assert_eq!(x.lookup(&root, "sock").await.unwrap().kind, FileKind::Socket);
+        assert_eq!(x.open(&p("sock"), libc::O_RDWR).await.unwrap_err(), FsError(libc::ENXIO));
+        x.open(&p("fifo"), libc::O_RDONLY).await.unwrap();
+        let mut kinds = listed_kinds(&x).await;
+        kinds.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(kinds, vec![("fifo".to_string(), FileKind::Fifo), ("sock".to_string(), FileKind::Socket)]);
+    })
+    .await;
+}
+
+async fn listed_kinds(x: &Arc<dyn Translator>) -> Vec<(String, FileKind)> {
+    x.readdir(&Loc::root(), 0, 100, false).await.unwrap().into_iter().map(|e| (e.name, e.kind)).collect()
 }

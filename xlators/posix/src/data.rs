@@ -1,7 +1,7 @@
-//! Data, directory listing, statfs and xattr operations (synchronous).
+//! Data, directory listing and statfs operations (synchronous).
 
 use super::sys::{self, err, raw};
-use super::{kind_of, Obj, Posix, HIDDEN_XATTR_PREFIX, MAX_READ, META_DIR};
+use super::{kind_of, Obj, Posix, MAX_READ, META_DIR};
 use bytes::{Bytes, BytesMut};
 use std::io;
 use std::os::fd::OwnedFd;
@@ -53,6 +53,11 @@ impl Posix {
                 Ok(())
             }
             FileKind::Symlink => Err(err(libc::ELOOP)),
+            // What open(2) of a socket gives on Linux. (The gateway's kernel
+            // never asks: it opens special files itself, by their type.)
+            FileKind::Socket => Err(err(libc::ENXIO)),
+            // Nothing of a fifo or device is opened here: opening a fifo
+            // would block a pool thread until a writer came.
             _ => Ok(()),
         }
     }
@@ -178,65 +183,4 @@ impl Posix {
             frsize: s.f_frsize as u32,
         })
     }
-
-    pub fn setxattr(&self, loc: &Loc, name: &str, value: &[u8], flags: XattrFlags) -> io::Result<()> {
-        check_xattr_name(name)?;
-        if name.starts_with(HIDDEN_XATTR_PREFIX) {
-            return Err(err(libc::EPERM));
-        }
-        let o = self.resolve(loc)?;
-        let mut f = 0;
-        if flags.create {
-            f |= libc::XATTR_CREATE;
-        }
-        if flags.replace {
-            f |= libc::XATTR_REPLACE;
-        }
-        sys::setxattr(raw(&o.fd), name, value, f)
-    }
-
-    pub fn getxattr(&self, loc: &Loc, name: &str) -> io::Result<Bytes> {
-        check_xattr_name(name)?;
-        if name.starts_with(HIDDEN_XATTR_PREFIX) {
-            return Err(err(libc::ENODATA));
-        }
-        let o = self.resolve(loc)?;
-        let mut buf = vec![0u8; xlator::XATTR_SIZE_MAX];
-        let n = sys::getxattr(raw(&o.fd), name, &mut buf)?;
-        buf.truncate(n);
-        Ok(Bytes::from(buf))
-    }
-
-    pub fn listxattr(&self, loc: &Loc) -> io::Result<Vec<String>> {
-        let o = self.resolve(loc)?;
-        let mut buf = vec![0u8; xlator::XATTR_SIZE_MAX];
-        let n = sys::listxattr(raw(&o.fd), &mut buf)?;
-        Ok(buf[..n]
-            .split(|&b| b == 0)
-            .filter(|s| !s.is_empty())
-            .filter_map(|s| std::str::from_utf8(s).ok())
-            .filter(|s| s.starts_with("user.") && !s.starts_with(HIDDEN_XATTR_PREFIX))
-            .map(str::to_string)
-            .collect())
-    }
-
-    pub fn removexattr(&self, loc: &Loc, name: &str) -> io::Result<()> {
-        check_xattr_name(name)?;
-        if name.starts_with(HIDDEN_XATTR_PREFIX) {
-            return Err(err(libc::EPERM));
-        }
-        let o = self.resolve(loc)?;
-        sys::removexattr(raw(&o.fd), name)
-    }
-}
-
-/// Clients get the `user.` namespace only (the others are the server's).
-fn check_xattr_name(name: &str) -> io::Result<()> {
-    if name.is_empty() || name.len() > 255 {
-        return Err(err(libc::ERANGE));
-    }
-    if !name.starts_with("user.") {
-        return Err(err(libc::ENOTSUP));
-    }
-    Ok(())
 }

@@ -18,7 +18,8 @@
 //! `user.*` xattrs on, use `trusted.imca.fid`). The per-fid hard links (the
 //! GlusterFS `.glusterfs` idea) let data operations find a file by id even
 //! after another gateway renamed it; the extra link is subtracted from the
-//! nlink users see, and `.imca` / `user.imca.*` are hidden from them.
+//! nlink users see, and `.imca` and IMCa's xattrs (`*.imca.*`, see
+//! [`xattr`]) are hidden from them and refused to them.
 //!
 //! Confinement: client paths are validated (no `..`, `.`, empty or over-long
 //! components) and opened with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`;
@@ -44,10 +45,12 @@ mod namespace;
 mod policy;
 mod sys;
 mod translator;
+mod xattr;
 
 pub use fdcache::FdCache;
 pub use policy::{ExportPolicy, NOBODY};
 pub(crate) use ids::fid_link;
+pub use xattr::{is_imca_xattr, CAPABILITY_XATTR};
 
 use std::io;
 use std::os::fd::{OwnedFd, RawFd};
@@ -61,8 +64,6 @@ pub const META_DIR: &str = ".imca";
 pub const FID_XATTR: &str = "user.imca.fid";
 /// Where ids of symlinks and special files live (`user.*` is refused there).
 pub const FID_XATTR_TRUSTED: &str = "trusted.imca.fid";
-/// The xattr namespace hidden from clients.
-pub const HIDDEN_XATTR_PREFIX: &str = "user.imca.";
 pub const DEFAULT_FD_CACHE: usize = 4096;
 /// Largest single read served (the transport's frame limit is larger).
 pub const MAX_READ: u32 = 32 * 1024 * 1024;
@@ -302,7 +303,12 @@ pub(crate) fn kind_of(st: &Stat) -> FileKind {
         libc::S_IFREG => FileKind::File,
         libc::S_IFDIR => FileKind::Dir,
         libc::S_IFLNK => FileKind::Symlink,
-        _ => FileKind::Other,
+        libc::S_IFCHR => FileKind::CharDev,
+        libc::S_IFBLK => FileKind::BlockDev,
+        libc::S_IFSOCK => FileKind::Socket,
+        // S_IFIFO (and any type Linux may add) shows as a fifo: a node with
+        // no data, which is what the pipeline can do with it.
+        _ => FileKind::Fifo,
     }
 }
 

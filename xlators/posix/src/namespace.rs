@@ -125,8 +125,8 @@ impl Posix {
         match kind_of(&o.st) {
             FileKind::Dir => return Err(err(libc::EISDIR)),
             FileKind::Symlink => return Err(err(libc::ELOOP)),
-            FileKind::Other => return Ok(self.attr(&o)),
             FileKind::File => {}
+            _ => return Ok(self.attr(&o)),
         }
         if flags & libc::O_TRUNC != 0 {
             let data = self.data_fd_of(&o)?;

@@ -10,7 +10,18 @@ use xlator::*;
 
 const NAMES: [&str; 4] = ["a", "b", "c", "d"];
 const PERMS: [u32; 6] = [0o644, 0o600, 0o755, 0o700, 0o444, 0o1777];
-const XATTRS: [&str; 7] = ["user.a", "user.b", "user.c", "user.imca.fid", "trusted.t", "", "security.s"];
+const XATTRS: [&str; 10] = [
+    "user.a",
+    "user.b",
+    "user.c",
+    "user.imca.fid",
+    "trusted.t",
+    "trusted.imca.fid",
+    "",
+    "security.s",
+    "security.capability",
+    "system.posix_acl_access",
+];
 
 pub struct Gen {
     rng: StdRng,
@@ -128,6 +139,16 @@ impl Gen {
         };
         let perm = if self.root { self.pick(&PERMS) } else { 0o644 };
         NewFile { name, fid, perm, owner, exclusive: self.chance(20) }
+    }
+
+    /// `trusted.*` needs root on posix; memory does not model who asks.
+    fn xattr_name(&mut self) -> String {
+        loop {
+            let n = self.pick(&XATTRS);
+            if self.root || !n.starts_with("trusted.") {
+                return n.to_string();
+            }
+        }
     }
 
     fn setattr(&mut self) -> SetAttr {
@@ -248,10 +269,8 @@ impl Gen {
             91 => Call::Flush(self.loc(x).await),
             92..=93 => {
                 let l = self.loc(x).await;
-                // posix opens what it syncs: a fifo would block, a socket
-                // cannot be opened; memory does not model either
                 match x.getattr(&l).await {
-                    Ok(a) if a.kind == FileKind::Other => Call::Getattr(l),
+                    Ok(a) if a.kind.is_special() => Call::Getattr(l),
                     _ => Call::Fsync(l, self.chance(50)),
                 }
             }
@@ -261,13 +280,13 @@ impl Gen {
             }
             98 => Call::Statfs,
             99..=102 => {
-                let (l, n) = (self.loc(x).await, self.pick(&XATTRS).to_string());
+                let (l, n) = (self.loc(x).await, self.xattr_name());
                 let v = (0..self.rng.random_range(0..40)).map(|_| self.rng.random()).collect();
                 Call::Setxattr(l, n, v, self.xattr_flags())
             }
-            103..=106 => Call::Getxattr(self.loc(x).await, self.pick(&XATTRS).to_string()),
+            103..=106 => Call::Getxattr(self.loc(x).await, self.xattr_name()),
             107..=108 => Call::Listxattr(self.loc(x).await),
-            109..=111 => Call::Removexattr(self.loc(x).await, self.pick(&XATTRS).to_string()),
+            109..=111 => Call::Removexattr(self.loc(x).await, self.xattr_name()),
             // symlinks and special files as another user than root
             _ => Call::Lookup(self.dir(x).await, self.name()),
         }

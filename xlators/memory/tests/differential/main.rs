@@ -63,7 +63,7 @@ async fn tree(x: &Arc<dyn Translator>) -> Vec<String> {
                     todo.push(loc.clone());
                     String::new()
                 }
-                FileKind::Other => String::new(),
+                _ => String::new(),
             };
             let xattrs = x.listxattr(&loc).await.map(|mut v| {
                 v.sort();
