@@ -91,8 +91,10 @@ pub struct Args {
     /// (by default mknod of a device is refused with EPERM, like `nodev`).
     #[arg(long, env = "IMCA_ALLOW_DEVICES", value_parser = clap::builder::FalseyValueParser::new())]
     pub allow_devices: bool,
-    /// Keep set-user-id and set-group-id bits that clients set (by default
-    /// they are dropped on create, mkdir, mknod and chmod, like `nosuid`).
+    /// Keep set-user-id and set-group-id bits that clients set, and let them
+    /// set file capabilities (by default the bits are dropped on create,
+    /// mkdir, mknod and chmod, like `nosuid`, and `security.capability` is
+    /// refused with EPERM).
     #[arg(long, env = "IMCA_ALLOW_SETID", value_parser = clap::builder::FalseyValueParser::new())]
     pub allow_setid: bool,
     /// New objects that a client creates as uid/gid 0 are owned by nobody
