@@ -211,6 +211,7 @@ async fn corrupt_or_foreign_values_are_misses() {
         assert_eq!(g.read(&loc, 0, 60_000).await.unwrap(), data); // populates
     }
     let keys = Keys::from_config(&p.config);
+    // The attacker's bank: no key (it writes CRC-framed values, as before the MACs).
     let bank = Bank::new(&p.config.nodes, p.config.placement, BankOptions::default());
     let mut ups = vec![Update::Set(keys.stat(a.fid), Bytes::from_static(b"not an IMCa value"))];
     for n in 0..(50_000 / p.config.block_size as u64 + 1) {

@@ -14,6 +14,13 @@ use tokio::sync::watch;
 use volume::{CacheConfig, Placement};
 use xlator::Next;
 
+/// Every bank of the pipeline MACs its values with the volume's key, as
+/// deployed daemons do (a daemon gets it from `--secret-file`).
+pub fn bank_options() -> cache_bank::BankOptions {
+    let secret = secret::Secret::from_bytes(&[0xc0; 32]).unwrap();
+    cache_bank::BankOptions { value_key: Some(secret.key(secret::Purpose::BankValues)), ..Default::default() }
+}
+
 pub struct Pipeline {
     pub nodes: Vec<BankNode>,
     pub gateways: Vec<Next>,
@@ -81,7 +88,11 @@ impl Pipeline {
                     p.clone(),
                     srx.clone(),
                     Arc::default(),
-                    SmOptions { threaded: spec.threaded, deadline: Duration::from_secs(8), ..Default::default() },
+                    SmOptions {
+                        threaded: spec.threaded,
+                        deadline: Duration::from_secs(8),
+                        bank: bank_options(),
+                    },
                     &prometheus::Registry::new(),
                 )) as Next
             })
@@ -89,7 +100,7 @@ impl Pipeline {
         let (gateways, cm_metrics) = (0..spec.gateways)
             .map(|_| {
                 let stripe: Next = Arc::new(gateway::stripe::Stripe::new(servers.clone(), spec.stripe_unit).unwrap());
-                let cm = CmCache::new(stripe, grx.clone(), Default::default(), &prometheus::Registry::new())
+                let cm = CmCache::new(stripe, grx.clone(), bank_options(), &prometheus::Registry::new())
                     .with_stripe_unit(spec.stripe_unit);
                 let m = cm.metrics().clone();
                 (Arc::new(cm) as Next, m)
