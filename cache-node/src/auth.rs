@@ -109,8 +109,8 @@ pub enum Step {
 pub const UNAUTHENTICATED: &[u8] = b"CLIENT_ERROR unauthenticated\r\n";
 const TERMINATION: &[u8] = b"CLIENT_ERROR bad command line termination\r\n";
 const TOKEN_FORMAT: &[u8] = b"CLIENT_ERROR bad authentication token format\r\n";
-const FAILURE: &[u8] = b"CLIENT_ERROR authentication failure\r\n";
-const STORED: &[u8] = b"STORED\r\n";
+pub const FAILURE: &[u8] = b"CLIENT_ERROR authentication failure\r\n";
+pub const STORED: &[u8] = b"STORED\r\n";
 
 /// memcached's tokenizer: split on spaces, empty words skipped, stopping at
 /// a NUL (it works on C strings).

@@ -13,7 +13,7 @@ use std::time::Instant;
 use bytes::{Buf, BytesMut};
 use cache_proto::{binary, text, Parse, BINARY_REQ_MAGIC};
 
-use crate::auth::{Login, Step};
+use crate::auth::{self, Login, Step};
 use crate::node::Node;
 use crate::stats::{Counters, C};
 
@@ -113,6 +113,14 @@ impl Session {
                     Step::Incomplete => return Progress::Continue,
                     Step::Close => return Progress::Close,
                     Step::Consumed { used, reply } => {
+                        // as memcached: a login that named a user and password counts
+                        // (`auth_cmds`), a wrong one also as an error
+                        if reply == Some(auth::STORED) || reply == Some(auth::FAILURE) {
+                            self.cnt.inc(C::AuthCmds);
+                        }
+                        if reply == Some(auth::FAILURE) {
+                            self.cnt.inc(C::AuthErrors);
+                        }
                         input.advance(used);
                         out.extend_from_slice(reply.unwrap_or_default());
                         if self.login == Login::Done {

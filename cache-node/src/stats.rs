@@ -28,6 +28,8 @@ counters! {
     IncrMisses => "incr_misses", IncrHits => "incr_hits", DecrMisses => "decr_misses", DecrHits => "decr_hits",
     CasMisses => "cas_misses", CasHits => "cas_hits", CasBadval => "cas_badval", TouchHits => "touch_hits",
     TouchMisses => "touch_misses", StoreTooLarge => "store_too_large", StoreNoMemory => "store_no_memory",
+    // memcached counts logins (-Y) that name a user and password, and the failed ones
+    AuthCmds => "auth_cmds", AuthErrors => "auth_errors",
     BytesRead => "bytes_read", BytesWritten => "bytes_written",
     // ours (not in memcached's `stats`): results of storage commands and protocol errors
     Stored => "imca_stored", NotStored => "imca_not_stored", Exists => "imca_exists", NotFound => "imca_not_found",

@@ -253,4 +253,14 @@ fn ascii_authentication_matches_memcached_byte_for_byte() {
     assert!(failures.is_empty(), "{} sessions differ:\n{}", failures.len(), failures.join("\n"));
     // the node lived through all of it
     assert_eq!(steps(node.addr, &[b"set x 0 0 7\r\nbob pw2\r\n", b"version\r\n"])[0], b"STORED\r\n");
+    // and counted the logins as memcached did (`auth_cmds`, `auth_errors`)
+    let auth_stats = |addr| {
+        let r = steps(addr, &[b"set x 0 0 7\r\nbob pw2\r\n", b"stats\r\n"]);
+        let text = String::from_utf8_lossy(&r[1]).into_owned();
+        text.lines().filter(|l| l.starts_with("STAT auth_")).map(String::from).collect::<Vec<_>>()
+    };
+    steps(mc.1, &[b"set x 0 0 7\r\nbob pw2\r\n"]);
+    let (want, got) = (auth_stats(mc.1), auth_stats(node.addr));
+    assert_eq!(want.len(), 2, "memcached shows both: {want:?}");
+    assert_eq!(want, got);
 }
