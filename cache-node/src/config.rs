@@ -38,7 +38,7 @@ pub struct Args {
     #[arg(short = 't', long = "threads", default_value_t = DEFAULT_THREADS)]
     pub threads: usize,
     /// max item size, with k/m suffix (default 1m)
-    #[arg(short = 'I', long = "max-item-size", default_value = "1m", value_parser = parse_size)]
+    #[arg(short = 'I', long = "max-item-size", default_value = "1m", value_parser = parse_size_unchecked)]
     pub item_max: usize,
     /// UDP port; only 0 (off) is supported
     #[arg(short = 'U', long = "udp-port", default_value_t = 0)]
@@ -64,6 +64,10 @@ pub struct Args {
     /// auto (rdma when possible, logged). `--rdma ADDR` picks another address.
     #[arg(long, value_name = "KIND", default_value = "tcp")]
     pub transport: transport::select::TransportKind,
+    /// disable flush_all: it is then answered `CLIENT_ERROR flush_all not
+    /// allowed` (counted in cmd_flush, as memcached does)
+    #[arg(short = 'F', long = "disable-flush-all")]
+    pub disable_flush_all: bool,
     /// memcached's ASCII authentication: FILE holds `user:password` lines,
     /// and every connection must log in first (see `auth.rs`); the binary
     /// protocol is then refused, as memcached does
@@ -71,25 +75,28 @@ pub struct Args {
     pub auth_file: Option<PathBuf>,
 }
 
-/// `1048576`, `1024k`, `1m` (memcached's -I syntax).
-pub fn parse_size(s: &str) -> Result<usize, String> {
-    let s = s.trim();
-    let (num, mul) = match s.as_bytes().last() {
-        Some(b'k' | b'K') => (&s[..s.len() - 1], 1024),
-        Some(b'm' | b'M') => (&s[..s.len() - 1], 1024 * 1024),
-        _ => (s, 1),
+/// A start-up refusal that memcached makes with exit status 64 (EX_USAGE);
+/// `imca` exits with [`Usage::EXIT`] on it, as memcached does.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
+
+impl Usage {
+    pub const EXIT: i32 = 64;
+}
+
+/// `-I`'s number without the range check (done with memcached's message
+/// and exit status in `Config::try_from`).
+fn parse_size_unchecked(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let (num, mul) = match t.as_bytes().last() {
+        Some(b'k' | b'K') => (&t[..t.len() - 1], 1024usize),
+        Some(b'm' | b'M') => (&t[..t.len() - 1], 1024 * 1024),
+        Some(b'g' | b'G') => (&t[..t.len() - 1], 1024 * 1024 * 1024),
+        _ => (t, 1),
     };
-    let n: usize = num
-        .parse()
-        .map_err(|_| format!("bad size {s:?} (bytes, or a number with a k or m suffix, e.g. 2m)"))?;
-    let v = n * mul;
-    if v < 1024 {
-        return Err("item max size cannot be less than 1024 bytes".into());
-    }
-    if v > 1024 * 1024 * 1024 {
-        return Err("cannot set item size limit higher than 1 gigabyte".into());
-    }
-    Ok(v)
+    let n: usize = num.parse().map_err(|_| format!("bad size {s:?} (bytes, or a number with a k or m suffix, e.g. 2m)"))?;
+    n.checked_mul(mul).ok_or_else(|| format!("size {s:?} is too large"))
 }
 
 /// Everything `run` needs; build it from [`Args`] or by hand in tests.
@@ -111,6 +118,8 @@ pub struct Config {
     pub rdma_on_listen: bool,
     /// `-Y`: the logins accepted; `None` = no authentication
     pub auth: Option<Arc<Users>>,
+    /// `-F`: flush_all refused
+    pub flush_enabled: bool,
 }
 
 impl Default for Config {
@@ -127,6 +136,7 @@ impl Default for Config {
             rdma: None,
             rdma_on_listen: false,
             auth: None,
+            flush_enabled: true,
         }
     }
 }
@@ -150,8 +160,18 @@ impl TryFrom<&Args> for Config {
         if a.udp_port != 0 {
             tracing::warn!("UDP is not supported; -U {} ignored", a.udp_port);
         }
-        anyhow::ensure!(a.threads > 0, "number of threads must be greater than 0");
-        anyhow::ensure!(a.max_conns > 0, "-c must be greater than 0");
+        anyhow::ensure!(a.threads > 0, "Number of threads must be greater than 0");
+        anyhow::ensure!(a.max_conns > 0, "Maximum connections must be greater than 0");
+        // memcached's -I rules, messages and exit status
+        if a.item_max < 1024 {
+            return Err(Usage("Item max size cannot be less than 1024 bytes.".into()).into());
+        }
+        if a.item_max > 1 << 30 {
+            return Err(Usage("Cannot set item size limit higher than 1 gigabyte.".into()).into());
+        }
+        if a.item_max > (a.memory_mb.max(1) << 20) / 2 {
+            return Err(Usage("Cannot set item size limit higher than 1/2 of memory max.".into()).into());
+        }
         let rdma_on_listen =
             transport::select::use_rdma(a.transport, "cache node").map_err(anyhow::Error::msg)? && a.rdma.is_none();
         let host = if a.listen.contains(':') && !a.listen.starts_with('[') { format!("[{}]", a.listen) } else { a.listen.clone() };
@@ -167,6 +187,7 @@ impl TryFrom<&Args> for Config {
             rdma: a.rdma.clone(),
             rdma_on_listen,
             auth: a.auth_file.as_deref().map(Users::load).transpose()?.map(Arc::new),
+            flush_enabled: !a.disable_flush_all,
         })
     }
 }

@@ -125,6 +125,10 @@ impl Session {
                 }
                 return After::Close;
             }
+            op::FLUSH | op::FLUSHQ if !node.config.flush_enabled => {
+                self.cnt.inc(C::CmdFlush);
+                err(out, Status::AuthError); // memcached: "Auth failure.", quiet or not
+            }
             op::FLUSH | op::FLUSHQ => {
                 let delay = if req.extras.len() == 4 { req.extra_u32(0) as i32 } else { 0 };
                 node.flush_all(&mut self.cnt, delay);

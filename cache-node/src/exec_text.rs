@@ -104,9 +104,16 @@ impl Session {
                 }
             }
             Command::FlushAll { delay, noreply } => {
-                node.flush_all(&mut self.cnt, delay);
-                if !noreply {
-                    Status::Ok.encode(out);
+                if !node.config.flush_enabled {
+                    self.cnt.inc(C::CmdFlush); // memcached counts the refused ones too
+                    if !noreply {
+                        reply::line(out, "CLIENT_ERROR flush_all not allowed");
+                    }
+                } else {
+                    node.flush_all(&mut self.cnt, delay);
+                    if !noreply {
+                        Status::Ok.encode(out);
+                    }
                 }
             }
             Command::Stats { args } => crate::stats_reply::stats(node, &args, out),

@@ -71,7 +71,7 @@ fn settings(n: &Node) -> List {
         ("cas_enabled".into(), "yes".into()),
         ("binding_protocol".into(), "auto-negotiate".into()),
         ("item_size_max".into(), c.item_max.to_string()),
-        ("flush_enabled".into(), "yes".into()),
+        ("flush_enabled".into(), if c.flush_enabled { "yes" } else { "no" }.into()),
     ]
 }
 

@@ -21,8 +21,18 @@ fn memcached_flags_parse_with_memcached_meanings() {
     assert_eq!((c.max_conns, c.threads, c.item_max, c.verbose), (7, 3, 2 << 20, 2));
     assert_eq!(Cli::parse_from(["x", "-I", "512k"]).args.item_max, 512 << 10);
     assert_eq!(Cli::parse_from(["x"]).args.item_max, 1 << 20);
-    assert!(Cli::try_parse_from(["x", "-I", "12"]).is_err(), "below 1024 bytes");
-    assert!(Cli::try_parse_from(["x", "-I", "2g"]).is_err());
+    // memcached's range checks, with its messages (and, in `imca`, its exit status 64)
+    for (argv, msg) in [
+        (&["x", "-I", "12"][..], "Item max size cannot be less than 1024 bytes."),
+        (&["x", "-I", "2g"], "Cannot set item size limit higher than 1 gigabyte."),
+        (&["x", "-m", "1"], "Cannot set item size limit higher than 1/2 of memory max."),
+        (&["x", "-m", "64", "-I", "33m"], "Cannot set item size limit higher than 1/2 of memory max."),
+    ] {
+        let e = Config::try_from(&Cli::parse_from(argv).args).unwrap_err();
+        assert!(e.downcast_ref::<cache_node::config::Usage>().is_some(), "{argv:?}");
+        assert_eq!(e.to_string(), msg);
+    }
+    assert!(Cli::try_parse_from(["x", "-I", "abc"]).is_err());
     assert_eq!(Config::try_from(&Cli::parse_from(["x", "-l", "::1", "-p", "5"]).args).unwrap().listen, "[::1]:5");
 }
 

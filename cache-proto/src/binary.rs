@@ -62,6 +62,8 @@ pub enum Status {
     Invalid = 0x04,
     NotStored = 0x05,
     DeltaBadval = 0x06,
+    /// memcached answers a refused command (a flush_all under `-F`) with it
+    AuthError = 0x20,
     UnknownCommand = 0x81,
     NoMemory = 0x82,
 }
@@ -76,6 +78,7 @@ impl Status {
             Status::Invalid => b"Invalid arguments",
             Status::NotStored => b"Not stored.",
             Status::DeltaBadval => b"Non-numeric server-side value for incr or decr",
+            Status::AuthError => b"Auth failure.",
             Status::UnknownCommand => b"Unknown command",
             Status::NoMemory => b"Out of memory",
         }

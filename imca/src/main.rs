@@ -63,6 +63,9 @@ fn main() {
     };
     if let Err(e) = result {
         eprintln!("imca: error: {e:#}");
-        std::process::exit(1);
+        // memcached's exit status for a bad command line, for init scripts
+        // that replace memcached with `imca cache-node`
+        let usage = e.downcast_ref::<cache_node::config::Usage>().is_some();
+        std::process::exit(if usage { cache_node::config::Usage::EXIT } else { 1 });
     }
 }

@@ -83,3 +83,67 @@ fn cache_node_listens_on_loopback_by_default() {
     let _ = child.wait();
     assert!(addr.starts_with("127.0.0.1:"), "bound to {addr}");
 }
+
+/// Command lines memcached refuses at start are refused alike: the same exit
+/// status and message (init scripts and config management check both).
+#[test]
+fn bad_command_lines_fail_like_memcached() {
+    common_require_memcached();
+    let cases: &[&[&str]] = &[&["-m", "1"], &["-I", "1000"], &["-m", "64", "-I", "33m"], &["-c", "0"], &["-t", "0"]];
+    for argv in cases {
+        let mc = Command::new("memcached").args(["-p", "0", "-U", "0", "-u", "root"]).args(*argv).output().unwrap();
+        let us = Command::new(env!("CARGO_BIN_EXE_imca")).args(["cache-node", "-p", "0"]).args(*argv).output().unwrap();
+        assert_eq!(us.status.code(), mc.status.code(), "{argv:?}: exit status");
+        let want = String::from_utf8_lossy(&mc.stderr).trim().to_string();
+        let got = String::from_utf8_lossy(&us.stderr);
+        assert!(!want.is_empty() && got.contains(&want), "{argv:?}: memcached says {want:?}, imca says {got:?}");
+    }
+}
+
+/// -F: flush_all is refused as memcached refuses it (text and binary), and
+/// `stats settings` says so.
+#[test]
+fn disable_flush_all_matches_memcached() {
+    use std::io::{Read, Write};
+    common_require_memcached();
+    let port = |p: u16| format!("127.0.0.1:{p}");
+    let free = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (pm, pi) = (free(), free());
+    let mut mc = Command::new("memcached").args(["-l", "127.0.0.1", "-U", "0", "-u", "root", "-F", "-p", &pm.to_string()]).spawn().unwrap();
+    let mut us = Command::new(env!("CARGO_BIN_EXE_imca"))
+        .args(["cache-node", "-l", "127.0.0.1", "-F", "-p", &pi.to_string()])
+        .spawn()
+        .unwrap();
+    let session = |addr: &str, req: &[u8]| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut s = loop {
+            match std::net::TcpStream::connect(addr) {
+                Ok(s) => break s,
+                Err(_) if std::time::Instant::now() < deadline => std::thread::yield_now(),
+                Err(e) => panic!("{addr}: {e}"),
+            }
+        };
+        s.write_all(req).unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut out = Vec::new();
+        s.read_to_end(&mut out).unwrap();
+        out
+    };
+    let flush_bin: &[u8] = &[0x80, 0x08, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xde, 0xad, 0, 0, 0, 0, 0, 0, 0, 0];
+    for req in [&b"flush_all\r\nflush_all 10\r\nflush_all noreply\r\nmn\r\n"[..], flush_bin] {
+        assert_eq!(session(&port(pi), req), session(&port(pm), req), "{req:?}");
+    }
+    let settings = String::from_utf8(session(&port(pi), b"stats settings\r\n")).unwrap();
+    assert!(settings.contains("STAT flush_enabled no"), "{settings}");
+    for c in [&mut mc, &mut us] {
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+}
+
+fn common_require_memcached() {
+    assert!(
+        Command::new("memcached").arg("-h").output().is_ok(),
+        "memcached is not installed (apt-get install memcached; ./dev deps does)"
+    );
+}
