@@ -64,6 +64,10 @@ pub struct Args {
     /// auto (rdma when possible, logged). `--rdma ADDR` picks another address.
     #[arg(long, value_name = "KIND", default_value = "tcp")]
     pub transport: transport::select::TransportKind,
+    /// return an error when memory is exhausted instead of evicting
+    /// (`SERVER_ERROR out of memory storing object`, as memcached)
+    #[arg(short = 'M', long = "disable-evictions")]
+    pub disable_evictions: bool,
     /// disable flush_all: it is then answered `CLIENT_ERROR flush_all not
     /// allowed` (counted in cmd_flush, as memcached does)
     #[arg(short = 'F', long = "disable-flush-all")]
@@ -120,6 +124,8 @@ pub struct Config {
     pub auth: Option<Arc<Users>>,
     /// `-F`: flush_all refused
     pub flush_enabled: bool,
+    /// `-M` turns them off: a store that does not fit is refused
+    pub evictions: bool,
 }
 
 impl Default for Config {
@@ -137,6 +143,7 @@ impl Default for Config {
             rdma_on_listen: false,
             auth: None,
             flush_enabled: true,
+            evictions: true,
         }
     }
 }
@@ -188,6 +195,7 @@ impl TryFrom<&Args> for Config {
             rdma_on_listen,
             auth: a.auth_file.as_deref().map(Users::load).transpose()?.map(Arc::new),
             flush_enabled: !a.disable_flush_all,
+            evictions: !a.disable_evictions,
         })
     }
 }

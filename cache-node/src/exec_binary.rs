@@ -85,6 +85,7 @@ impl Session {
                     }
                     StoreResult::Exists => err(out, Status::KeyExists),
                     StoreResult::NotFound => err(out, Status::KeyNotFound),
+                    StoreResult::NoMemory => err(out, Status::NoMemory),
                     StoreResult::NotStored => err(
                         out,
                         match sop {

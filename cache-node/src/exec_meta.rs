@@ -7,7 +7,7 @@ use std::io::Write;
 
 use bytes::Bytes;
 use cache_proto::meta::{base64_encode, Kind, MetaCommand};
-use cache_proto::text::{reply, StoreOp, NON_NUMERIC};
+use cache_proto::text::{reply, StoreOp, NON_NUMERIC, NO_MEMORY};
 
 use crate::node::{ArithResult, StoreResult};
 use crate::session::{After, Session};
@@ -109,7 +109,9 @@ impl Session {
             if slot.peek().is_none() {
                 let ttl = vivify?;
                 let cas = slot.next_cas();
-                slot.put(Item { win_sent: true, ..Item::new(Bytes::new(), 0, ttl, now, cas) });
+                if !slot.put(Item { win_sent: true, ..Item::new(Bytes::new(), 0, ttl, now, cas) }) {
+                    return None; // -M and full: nothing vivified, a plain miss
+                }
                 let it = slot.peek()?;
                 return Some((view(it, now), Bytes::new(), true, false, false));
             }
@@ -187,6 +189,7 @@ impl Session {
             StoreResult::NotStored => ("NS", 0),
             StoreResult::Exists => ("EX", 0),
             StoreResult::NotFound => ("NF", 0),
+            StoreResult::NoMemory => return reply::line(out, NO_MEMORY),
         };
         if code == "HD" && m.has(b'q') {
             return;

@@ -3,7 +3,7 @@
 //! client half parses them back into.
 
 use cache_proto::response::{Response, Status};
-use cache_proto::text::{reply, Command, Frame, StoreOp, NON_NUMERIC, TOO_LARGE};
+use cache_proto::text::{reply, Command, Frame, StoreOp, NON_NUMERIC, NO_MEMORY, TOO_LARGE};
 
 use crate::config::VERSION;
 use crate::node::{ArithResult, StoreResult};
@@ -72,13 +72,17 @@ impl Session {
             Command::Store { op, key, flags, exptime, cas, noreply, .. } => {
                 let r = node.store(&mut self.cnt, op, key, flags, clock.realtime(exptime), data, cas);
                 if !noreply {
-                    match r {
+                    let status = match r {
                         StoreResult::Stored(_) => Status::Stored,
                         StoreResult::NotStored => Status::NotStored,
                         StoreResult::Exists => Status::Exists,
                         StoreResult::NotFound => Status::NotFound,
-                    }
-                    .encode(out);
+                        StoreResult::NoMemory => {
+                            reply::line(out, NO_MEMORY);
+                            return After::Continue;
+                        }
+                    };
+                    status.encode(out);
                 }
             }
             Command::Delete { key, noreply } => {

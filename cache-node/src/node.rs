@@ -26,6 +26,8 @@ pub enum StoreResult {
     NotStored,
     Exists,
     NotFound,
+    /// `-M` and no room: memcached's "out of memory storing object"
+    NoMemory,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -40,7 +42,11 @@ impl Node {
     pub fn new(config: Config) -> Node {
         let shards = (config.threads * 16).clamp(16, 1024);
         Node {
-            store: Store::new(config.memory_bytes, shards),
+            store: if config.evictions {
+                Store::new(config.memory_bytes, shards)
+            } else {
+                Store::new(config.memory_bytes, shards).without_evictions()
+            },
             stats: Stats::default(),
             metrics: None,
             config,
@@ -112,7 +118,9 @@ impl Node {
                 _ => Item::new(Bytes::copy_from_slice(data), flags, exptime, now, 0),
             };
             let cas = slot.next_cas();
-            slot.put(Item { cas, ..item });
+            if !slot.put(Item { cas, ..item }) {
+                return StoreResult::NoMemory;
+            }
             StoreResult::Stored(cas)
         });
         cnt.inc(match r {
@@ -120,6 +128,7 @@ impl Node {
             StoreResult::NotStored => C::NotStored,
             StoreResult::Exists => C::Exists,
             StoreResult::NotFound => C::NotFound,
+            StoreResult::NoMemory => C::StoreNoMemory,
         });
         r
     }
@@ -150,7 +159,9 @@ impl Node {
                 return match create {
                     Some((initial, exptime)) => {
                         let cas = slot.next_cas();
-                        slot.put(Item::new(Bytes::from(initial.to_string()), 0, exptime, now, cas));
+                        if !slot.put(Item::new(Bytes::from(initial.to_string()), 0, exptime, now, cas)) {
+                            return ArithResult::NotFound; // -M and full: nothing was created
+                        }
                         ArithResult::Value(initial, cas)
                     }
                     None => ArithResult::NotFound,

@@ -66,7 +66,7 @@ fn settings(n: &Node) -> List {
         ("udpport".into(), "0".into()),
         ("inter".into(), host.to_string()),
         ("verbosity".into(), c.verbose.to_string()),
-        ("evictions".into(), "on".into()),
+        ("evictions".into(), if c.evictions { "on" } else { "off" }.into()),
         ("num_threads".into(), c.threads.to_string()),
         ("cas_enabled".into(), "yes".into()),
         ("binding_protocol".into(), "auto-negotiate".into()),

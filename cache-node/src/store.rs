@@ -104,10 +104,18 @@ impl Slot<'_> {
         }
     }
 
-    /// Inserts or replaces the item (most recently used).
-    pub fn put(&mut self, mut item: Item) {
+    /// Inserts or replaces the item (most recently used). `false` (nothing
+    /// changed) when the store evicts nothing (`-M`) and the item does not fit.
+    #[must_use]
+    pub fn put(&mut self, mut item: Item) -> bool {
         item.tick = self.store.tick.fetch_add(1, Ordering::Relaxed);
         let add = charge(self.key.len(), &item);
+        if self.store.no_evict {
+            let old = self.shard.lru.peek(self.key).map_or(0, |o| charge(self.key.len(), o));
+            if self.store.used.load(Ordering::Relaxed) + add - old.min(add) > self.store.limit.load(Ordering::Relaxed) {
+                return false;
+            }
+        }
         let old = self.shard.lru.put(self.key.into(), item);
         let sub = old.map_or(0, |o| charge(self.key.len(), &o));
         if old_is_none(sub) {
@@ -117,6 +125,7 @@ impl Slot<'_> {
         self.store.used.fetch_add(add, Ordering::Relaxed);
         self.store.used.fetch_sub(sub, Ordering::Relaxed);
         self.store.total_items.fetch_add(1, Ordering::Relaxed);
+        true
     }
 
     /// Changes the value of the current item in place (incr/decr), keeping accounting right.
@@ -209,6 +218,8 @@ pub struct Store {
     pub clock: Clock,
     tick: AtomicU64,
     cursor: AtomicUsize,
+    /// memcached's `-M`: a store that does not fit is refused, nothing is evicted
+    no_evict: bool,
 }
 
 impl Store {
@@ -229,7 +240,14 @@ impl Store {
             clock: Clock::default(),
             tick: AtomicU64::new(0),
             cursor: AtomicUsize::new(0),
+            no_evict: false,
         }
+    }
+
+    /// `-M`: refuse what does not fit instead of evicting ([`Slot::put`]).
+    pub fn without_evictions(mut self) -> Store {
+        self.no_evict = true;
+        self
     }
 
     pub fn next_cas(&self) -> u64 {
@@ -360,7 +378,7 @@ mod tests {
         s.with(k.as_bytes(), |slot| {
             let now = slot.now;
             let cas = slot.next_cas();
-            slot.put(Item::new(Bytes::from(vec![b'x'; v]), 0, 0, now, cas));
+            assert!(slot.put(Item::new(Bytes::from(vec![b'x'; v]), 0, 0, now, cas)));
         });
     }
 

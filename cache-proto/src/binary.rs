@@ -80,7 +80,7 @@ impl Status {
             Status::DeltaBadval => b"Non-numeric server-side value for incr or decr",
             Status::AuthError => b"Auth failure.",
             Status::UnknownCommand => b"Unknown command",
-            Status::NoMemory => b"Out of memory",
+            Status::NoMemory => b"Out of memory allocating item",
         }
     }
 }

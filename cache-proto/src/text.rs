@@ -81,6 +81,8 @@ pub const BAD_EXPTIME: &str = "CLIENT_ERROR invalid exptime argument";
 pub const BAD_DELTA: &str = "CLIENT_ERROR invalid numeric delta argument";
 pub const TOO_LARGE: &str = "SERVER_ERROR object too large for cache";
 pub const NON_NUMERIC: &str = "CLIENT_ERROR cannot increment or decrement non-numeric value";
+/// A store refused under `-M` (no evictions) for want of memory.
+pub const NO_MEMORY: &str = "SERVER_ERROR out of memory storing object";
 pub const DELETE_USAGE: &str = "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]";
 
 /// Finds the first line: `Ok(Some((line, consumed)))`, `Ok(None)` if more

@@ -141,6 +141,85 @@ fn disable_flush_all_matches_memcached() {
     }
 }
 
+/// -M: when memory runs out a store is refused with memcached's error
+/// (text and binary) and nothing is evicted; what was stored stays.
+#[test]
+fn disable_evictions_refuses_stores_like_memcached() {
+    use std::io::{Read, Write};
+    common_require_memcached();
+    let free = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (pm, pi) = (free(), free());
+    let mut mc = Command::new("memcached")
+        .args(["-l", "127.0.0.1", "-U", "0", "-u", "root", "-M", "-m", "2", "-p", &pm.to_string()])
+        .spawn()
+        .unwrap();
+    let mut us =
+        Command::new(env!("CARGO_BIN_EXE_imca")).args(["cache-node", "-l", "127.0.0.1", "-M", "-m", "2", "-p", &pi.to_string()]).spawn().unwrap();
+    let connect = |p: u16| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            match std::net::TcpStream::connect(("127.0.0.1", p)) {
+                Ok(s) => break s,
+                Err(_) if std::time::Instant::now() < deadline => std::thread::yield_now(),
+                Err(e) => panic!("port {p}: {e}"),
+            }
+        }
+    };
+    // one request, one reply line (or one binary header + body)
+    let ask = |s: &mut std::net::TcpStream, req: &[u8], binary: bool| -> Vec<u8> {
+        s.write_all(req).unwrap();
+        let mut out = Vec::new();
+        let mut b = [0u8; 1];
+        loop {
+            s.read_exact(&mut b).unwrap();
+            out.push(b[0]);
+            if !binary && out.ends_with(b"\r\n") {
+                return out;
+            }
+            if binary && out.len() >= 24 {
+                let body = u32::from_be_bytes([out[8], out[9], out[10], out[11]]) as usize;
+                if out.len() == 24 + body {
+                    return out;
+                }
+            }
+        }
+    };
+    let value = vec![b'v'; 100_000];
+    let mut outcome = Vec::new();
+    for port in [pm, pi] {
+        let mut s = connect(port);
+        let mut replies = Vec::new();
+        for i in 0..60 {
+            let mut req = format!("set k{i} 0 0 {}\r\n", value.len()).into_bytes();
+            req.extend_from_slice(&value);
+            req.extend_from_slice(b"\r\n");
+            replies.push(ask(&mut s, &req, false));
+        }
+        let stored: Vec<usize> = (0..60).filter(|i| replies[*i] == b"STORED\r\n").collect();
+        let refused = replies.iter().filter(|r| *r == b"SERVER_ERROR out of memory storing object\r\n").count();
+        assert_eq!(stored.len() + refused, 60, "port {port}: only STORED or out of memory: {replies:?}");
+        assert!(!stored.is_empty() && refused > 0, "port {port}: {} stored, {refused} refused", stored.len());
+        // nothing was evicted: every stored key is still there
+        for i in &stored {
+            let r = ask(&mut s, format!("mg k{i}\r\n").as_bytes(), false);
+            assert_eq!(r, b"HD\r\n", "port {port}: k{i} was evicted");
+        }
+        // a binary set that cannot fit
+        let mut bin = vec![0x80, 0x01, 0, 3, 8, 0, 0, 0];
+        bin.extend_from_slice(&((8 + 3 + value.len()) as u32).to_be_bytes());
+        bin.extend_from_slice(&[0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        bin.extend_from_slice(b"bin");
+        bin.extend_from_slice(&value);
+        let mut b = connect(port);
+        outcome.push(ask(&mut b, &bin, true));
+    }
+    assert_eq!(outcome[1], outcome[0], "binary out-of-memory reply");
+    for c in [&mut mc, &mut us] {
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+}
+
 fn common_require_memcached() {
     assert!(
         Command::new("memcached").arg("-h").output().is_ok(),
