@@ -77,6 +77,9 @@ pub struct Args {
     /// protocol is then refused, as memcached does
     #[arg(short = 'Y', long = "auth-file", value_name = "FILE")]
     pub auth_file: Option<PathBuf>,
+    /// memcached's other flags (`compat.rs`: applied, without effect, or refused)
+    #[command(flatten)]
+    pub extra: crate::compat::Extra,
 }
 
 /// A start-up refusal that memcached makes with exit status 64 (EX_USAGE);

@@ -47,6 +47,7 @@
 
 mod clock;
 pub mod auth;
+pub mod compat;
 pub mod config;
 mod exec_binary;
 mod exec_meta;
@@ -161,6 +162,9 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
 
 /// Entry point used by the `imca` binary; builds its own runtime.
 pub fn main(args: Args) -> anyhow::Result<()> {
+    if let compat::Verdict::Exit = compat::apply(&args)? {
+        return Ok(());
+    }
     let config = Config::try_from(&args)?;
     if args.user.is_some() && unsafe { libc::geteuid() } == 0 {
         tracing::warn!("-u is accepted for compatibility; this process does not switch users");

@@ -89,7 +89,19 @@ fn cache_node_listens_on_loopback_by_default() {
 #[test]
 fn bad_command_lines_fail_like_memcached() {
     common_require_memcached();
-    let cases: &[&[&str]] = &[&["-m", "1"], &["-I", "1000"], &["-m", "64", "-I", "33m"], &["-c", "0"], &["-t", "0"]];
+    let cases: &[&[&str]] = &[
+        &["-m", "1"],
+        &["-I", "1000"],
+        &["-m", "64", "-I", "33m"],
+        &["-c", "0"],
+        &["-t", "0"],
+        &["-f", "1"],
+        &["-n", "0"],
+        &["-R", "0"],
+        &["-o", "bogus_opt"],
+        &["-o", "modern,hashpower=70"],
+        &["-o", "hashpower=abc"],
+    ];
     for argv in cases {
         let mc = Command::new("memcached").args(["-p", "0", "-U", "0", "-u", "root"]).args(*argv).output().unwrap();
         let us = Command::new(env!("CARGO_BIN_EXE_imca")).args(["cache-node", "-p", "0"]).args(*argv).output().unwrap();
@@ -218,6 +230,52 @@ fn disable_evictions_refuses_stores_like_memcached() {
         c.kill().unwrap();
         c.wait().unwrap();
     }
+}
+
+/// A memcached command line full of options about memcached's internals
+/// starts (each said to be without effect), applies -P and -k, and serves;
+/// what cannot apply (-d, -B, extstore) is refused saying why.
+#[test]
+fn memcached_command_lines_start_or_say_why_not() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("cn.pid");
+    let ready = dir.path().join("ready.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_imca"))
+        .args(["cache-node", "-p", "0", "-l", "127.0.0.1", "-m", "16", "-f", "1.25", "-n", "48", "-R", "20", "-b", "1024"])
+        .args(["-k", "-r", "-L", "-D", ":", "-o", "modern,no_lru_crawler,idle_timeout=5,hashpower=16,slab_reassign"])
+        .arg("-P")
+        .arg(&pidfile)
+        .arg("--ready-file")
+        .arg(&ready)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !ready.exists() {
+        assert!(child.try_wait().unwrap().is_none(), "the node exited");
+        assert!(std::time::Instant::now() < deadline, "no ready file");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(std::fs::read_to_string(&pidfile).unwrap().trim(), child.id().to_string());
+    let info: serde_json::Value = serde_json::from_slice(&std::fs::read(&ready).unwrap()).unwrap();
+    let mut s = std::net::TcpStream::connect(info["addr"].as_str().unwrap()).unwrap();
+    s.write_all(b"set a 0 0 1\r\nx\r\nget a\r\nquit\r\n").unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    assert_eq!(out, b"STORED\r\nVALUE a 0 1\r\nx\r\nEND\r\n");
+    child.kill().unwrap();
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child.wait().unwrap();
+    assert!(err.contains("accepted without effect") && err.contains("idle_timeout"), "{err}");
+    for (argv, why) in [(&["-d"][..], "service manager"), (&["-B", "ascii"], "auto-negotiated"), (&["-o", "ext_path=/tmp/x:1g"], "extstore")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_imca")).args(["cache-node", "-p", "0"]).args(argv).output().unwrap();
+        assert!(!out.status.success(), "{argv:?} started");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(why), "{argv:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let v = Command::new(env!("CARGO_BIN_EXE_imca")).args(["cache-node", "-V"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&v.stdout).starts_with("memcached 1.6.18"), "scripts read memcached's version");
 }
 
 fn common_require_memcached() {
