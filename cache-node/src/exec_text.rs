@@ -129,6 +129,19 @@ impl Session {
             }
             Command::Quit => return After::Close,
             Command::Shutdown => Response::Error(b"shutdown not enabled".as_slice()).encode(out),
+            Command::CacheMemlimit { mb, noreply } => {
+                // memcached's floor; the store evicts down to a lower limit as it goes
+                let reply = if mb < 8 {
+                    "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m"
+                } else {
+                    node.store.set_limit((mb as usize).saturating_mul(1 << 20));
+                    "OK"
+                };
+                if !noreply {
+                    reply::line(out, reply);
+                }
+            }
+            Command::Tuning { reply, .. } => reply::line(out, reply),
             Command::Meta(m) => return self.exec_meta(m, data, out),
         }
         After::Continue

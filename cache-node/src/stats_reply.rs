@@ -115,7 +115,8 @@ pub fn collect(n: &Node, args: &[&[u8]]) -> Option<List> {
         Some(b"settings") => Some(settings(n)),
         Some(b"items") => Some(items(n)),
         Some(b"slabs") => Some(slabs(n)),
-        Some(b"sizes") | Some(b"conns") => Some(vec![]),
+        Some(b"sizes") => Some(vec![("sizes_status".into(), "disabled".into())]),
+        Some(b"conns") => Some(vec![]),
         Some(b"reset") => {
             n.stats.reset();
             Some(vec![])
@@ -131,7 +132,12 @@ pub fn stats(n: &Node, args: &[&[u8]], out: &mut Vec<u8>) {
             n.stats.reset();
             reply::line(out, "RESET");
         }
-        Some(b"detail") => reply::line(out, "CLIENT_ERROR usage: stats detail on|off|dump"),
+        // per-prefix detail is not collected: on/off are accepted, a dump is empty
+        Some(b"detail") => match args.get(1).copied() {
+            Some(b"on" | b"off") => reply::line(out, "OK"),
+            Some(b"dump") => reply::line(out, "END"),
+            _ => reply::line(out, "CLIENT_ERROR usage: stats detail on|off|dump"),
+        },
         _ => match collect(n, args) {
             Some(list) => {
                 for (k, v) in list {

@@ -368,6 +368,11 @@ impl Store {
     pub fn limit(&self) -> usize {
         self.limit.load(Ordering::Relaxed)
     }
+
+    /// `cache_memlimit`: the next stores evict down to the new limit.
+    pub fn set_limit(&self, bytes: usize) {
+        self.limit.store(bytes, Ordering::Relaxed);
+    }
 }
 
 #[cfg(test)]

@@ -57,6 +57,12 @@ pub enum Command<'a> {
     Verbosity { noreply: bool },
     Quit,
     Shutdown,
+    /// `cache_memlimit <megabytes>`: a new memory limit
+    CacheMemlimit { mb: u64, noreply: bool },
+    /// a tuning command of memcached's internals (`lru`, `lru_crawler`,
+    /// `slabs`) that a node without slabs or crawler answers as memcached
+    /// does, changing nothing: the reply line is fixed by the parser
+    Tuning { line: &'a [u8], reply: &'static str },
     Meta(MetaCommand<'a>),
 }
 
@@ -154,6 +160,23 @@ pub fn parse(buf: &[u8], max_value: usize) -> Parse<Frame<'_>> {
         return Parse::Done(Frame::Error { reply: BAD_CHUNK, noreply, swallow: 0 }, used + len + 2);
     }
     Parse::Done(Frame::Request { cmd, data: &block[..len] }, used + len + 2)
+}
+
+/// The reply memcached 1.6.18 (crawler idle, no slab moves possible) gives
+/// to a tuning command, `None` for its ERROR.
+fn tuning(t: &[&[u8]]) -> Option<&'static str> {
+    let num = |i: usize| t.get(i).and_then(|w| std::str::from_utf8(w).ok()?.parse::<u64>().ok());
+    Some(match (t[0], t.get(1).copied()?) {
+        (b"lru_crawler", b"enable" | b"disable" | b"crawl") => "OK",
+        (b"lru_crawler", b"sleep" | b"tocrawl") => num(2).map(|_| "OK")?,
+        // no key listing: nothing is dumped (memcached lists keys here)
+        (b"lru_crawler", b"metadump") => "END",
+        (b"lru", b"mode") => matches!(t.get(2).copied()?, b"flat" | b"segmented").then_some("OK")?,
+        (b"lru", b"temp_ttl") => num(2).map(|_| "OK")?,
+        (b"slabs", b"automove") => num(2).filter(|n| *n <= 2).map(|_| "OK")?,
+        (b"slabs", b"reassign") => "NOSPARE source class has no spare pages",
+        _ => return None,
+    })
 }
 
 /// What a command line turns into.
@@ -268,6 +291,12 @@ pub fn parse_line(line: &[u8]) -> Result<LineOutcome<'_>, Frame<'_>> {
             strtoul32(t[1]).ok_or_else(|| err(BAD_FORMAT, noreply))?;
             Command::Verbosity { noreply }
         }
+        b"cache_memlimit" => {
+            want(n == 3 || n == 4)?;
+            let mb = std::str::from_utf8(t[1]).ok().and_then(|s| s.parse::<u64>().ok());
+            Command::CacheMemlimit { mb: mb.ok_or_else(|| err(ERROR, false))?, noreply }
+        }
+        b"lru" | b"lru_crawler" | b"slabs" => Command::Tuning { line, reply: tuning(&t).ok_or_else(|| err(ERROR, false))? },
         _ => {
             if t[t.len() - 1].starts_with(b"HTTP/") {
                 return Ok(LineOutcome::Close);

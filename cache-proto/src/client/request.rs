@@ -107,6 +107,12 @@ impl Command<'_> {
             }
             Command::Quit => out.extend_from_slice(b"quit"),
             Command::Shutdown => out.extend_from_slice(b"shutdown"),
+            Command::CacheMemlimit { mb, noreply: nr } => {
+                out.extend_from_slice(b"cache_memlimit");
+                arg_u64(out, *mb);
+                noreply(out, *nr);
+            }
+            Command::Tuning { line, .. } => out.extend_from_slice(line),
             Command::Meta(m) => {
                 m.encode_line(out);
                 return;
