@@ -68,6 +68,9 @@ pub struct Args {
     /// (`SERVER_ERROR out of memory storing object`, as memcached)
     #[arg(short = 'M', long = "disable-evictions")]
     pub disable_evictions: bool,
+    /// enable the `shutdown` command (it then stops the node, as memcached's `-A`)
+    #[arg(short = 'A', long = "enable-shutdown")]
+    pub enable_shutdown: bool,
     /// disable flush_all: it is then answered `CLIENT_ERROR flush_all not
     /// allowed` (counted in cmd_flush, as memcached does)
     #[arg(short = 'F', long = "disable-flush-all")]
@@ -129,6 +132,8 @@ pub struct Config {
     pub flush_enabled: bool,
     /// `-M` turns them off: a store that does not fit is refused
     pub evictions: bool,
+    /// `-A`: the `shutdown` command stops the node
+    pub shutdown_enabled: bool,
 }
 
 impl Default for Config {
@@ -147,6 +152,7 @@ impl Default for Config {
             auth: None,
             flush_enabled: true,
             evictions: true,
+            shutdown_enabled: false,
         }
     }
 }
@@ -199,6 +205,7 @@ impl TryFrom<&Args> for Config {
             auth: a.auth_file.as_deref().map(Users::load).transpose()?.map(Arc::new),
             flush_enabled: !a.disable_flush_all,
             evictions: !a.disable_evictions,
+            shutdown_enabled: a.enable_shutdown,
         })
     }
 }

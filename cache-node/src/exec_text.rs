@@ -128,7 +128,17 @@ impl Session {
                 }
             }
             Command::Quit => return After::Close,
-            Command::Shutdown => Response::Error(b"shutdown not enabled".as_slice()).encode(out),
+            Command::Shutdown { .. } if !node.config.shutdown_enabled => {
+                Response::Error(b"shutdown not enabled".as_slice()).encode(out)
+            }
+            Command::Shutdown { graceful: None } => reply::line(out, "CLIENT_ERROR invalid shutdown mode"),
+            Command::Shutdown { graceful: Some(_) } => {
+                // -A: as memcached, close this connection and stop the node
+                // (gracefully either way: in-flight requests finish)
+                tracing::info!("shutdown command received (-A): stopping");
+                node.shutdown.notify_one();
+                return After::Close;
+            }
             Command::CacheMemlimit { mb, noreply } => {
                 // memcached's floor; the store evicts down to a lower limit as it goes
                 let reply = if mb < 8 {

@@ -154,7 +154,10 @@ pub async fn start(config: Config) -> anyhow::Result<Handle> {
 /// Runs a node until `shutdown` resolves, then stops it gracefully.
 pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
     let h = start(config).await?;
-    shutdown.await;
+    tokio::select! {
+        _ = shutdown => {}
+        _ = h.node.shutdown.notified() => {}
+    }
     tracing::info!("cache node shutting down");
     h.shutdown().await;
     Ok(())

@@ -18,6 +18,8 @@ pub struct Node {
     pub metrics: Option<Metrics>,
     /// the port we actually bound (for `stats settings`)
     pub port: std::sync::atomic::AtomicU32,
+    /// the `shutdown` command (with `-A`) asks `run` to stop through this
+    pub shutdown: tokio::sync::Notify,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -51,6 +53,7 @@ impl Node {
             metrics: None,
             config,
             port: Default::default(),
+            shutdown: tokio::sync::Notify::new(),
         }
     }
 

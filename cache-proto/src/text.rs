@@ -56,7 +56,8 @@ pub enum Command<'a> {
     Version,
     Verbosity { noreply: bool },
     Quit,
-    Shutdown,
+    /// `shutdown [graceful]`; `None`: another mode (refused)
+    Shutdown { graceful: Option<bool> },
     /// `cache_memlimit <megabytes>`: a new memory limit
     CacheMemlimit { mb: u64, noreply: bool },
     /// a tuning command of memcached's internals (`lru`, `lru_crawler`,
@@ -285,7 +286,13 @@ pub fn parse_line(line: &[u8]) -> Result<LineOutcome<'_>, Frame<'_>> {
         b"stats" => Command::Stats { args: t[1..].to_vec() },
         b"version" => Command::Version,
         b"quit" => Command::Quit,
-        b"shutdown" => Command::Shutdown,
+        b"shutdown" => Command::Shutdown {
+            graceful: match t.get(1).copied() {
+                None => Some(false),
+                Some(b"graceful") if t.len() == 2 => Some(true),
+                Some(_) => None,
+            },
+        },
         b"verbosity" => {
             want(n == 3 || n == 4)?;
             strtoul32(t[1]).ok_or_else(|| err(BAD_FORMAT, noreply))?;

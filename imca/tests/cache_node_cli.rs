@@ -278,6 +278,41 @@ fn memcached_command_lines_start_or_say_why_not() {
     assert!(String::from_utf8_lossy(&v.stdout).starts_with("memcached 1.6.18"), "scripts read memcached's version");
 }
 
+/// -A: `shutdown` stops the node as it stops memcached (the connection
+/// closes, the process exits 0); another mode is refused as memcached does.
+#[test]
+fn shutdown_command_with_enable_shutdown() {
+    use std::io::{Read, Write};
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_imca"))
+        .args(["cache-node", "-l", "127.0.0.1", "-A", "-p", &port.to_string()])
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut s = loop {
+        match std::net::TcpStream::connect(("127.0.0.1", port)) {
+            Ok(s) => break s,
+            Err(_) if std::time::Instant::now() < deadline => std::thread::yield_now(),
+            Err(e) => panic!("{e}"),
+        }
+    };
+    s.write_all(b"shutdown bogus\r\n").unwrap();
+    let mut buf = [0u8; 64];
+    let n = s.read(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"CLIENT_ERROR invalid shutdown mode\r\n");
+    s.write_all(b"shutdown\r\n").unwrap();
+    assert_eq!(s.read(&mut buf).unwrap_or(0), 0, "the connection closes");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(std::time::Instant::now() < deadline, "the node did not stop");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+}
+
 fn common_require_memcached() {
     assert!(
         Command::new("memcached").arg("-h").output().is_ok(),

@@ -106,7 +106,11 @@ impl Command<'_> {
                 noreply(out, *nr);
             }
             Command::Quit => out.extend_from_slice(b"quit"),
-            Command::Shutdown => out.extend_from_slice(b"shutdown"),
+            Command::Shutdown { graceful } => out.extend_from_slice(match graceful {
+                Some(false) => b"shutdown".as_slice(),
+                Some(true) => b"shutdown graceful",
+                None => b"shutdown invalid",
+            }),
             Command::CacheMemlimit { mb, noreply: nr } => {
                 out.extend_from_slice(b"cache_memlimit");
                 arg_u64(out, *mb);
