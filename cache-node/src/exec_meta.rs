@@ -203,7 +203,8 @@ impl Session {
                     out.extend_from_slice(tok);
                 }
                 b'k' => put_key(out, m),
-                b'c' if code == "HD" => {
+                // memcached returns the flag on every outcome: c0 when nothing was stored
+                b'c' => {
                     let _ = write!(out, " c{}", v.cas);
                 }
                 _ => {}
