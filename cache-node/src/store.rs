@@ -18,9 +18,12 @@ use lru::LruCache;
 
 use crate::clock::Clock;
 
-/// Per-item bookkeeping charged against `-m` besides key and value (about
-/// memcached's item header plus our hash/LRU node).
-pub const ITEM_OVERHEAD: usize = 80;
+/// Per-item bytes charged against `-m` besides key and value: exactly
+/// memcached's `ITEM_ntotal` (a 48-byte item header, the key's NUL, the
+/// value's "\r\n" and the 8-byte CAS), so `stats bytes` and `me`'s `size`
+/// read as memcached's for the same items. (memcached also rounds each item
+/// up to its slab class's chunk; that slack is not charged here.)
+pub const ITEM_OVERHEAD: usize = 48 + 1 + 2 + 8;
 
 /// How many other shards' LRU tails an eviction looks at.
 const EVICTION_SAMPLE: usize = 4;

@@ -313,6 +313,47 @@ fn shutdown_command_with_enable_shutdown() {
     assert!(status.success(), "{status:?}");
 }
 
+/// Item sizes are memcached's: `stats bytes` and `me`'s `size` read the same
+/// for the same items (tools that watch `bytes` see memcached's numbers).
+#[test]
+fn item_sizes_match_memcached() {
+    use std::io::{Read, Write};
+    common_require_memcached();
+    let free = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (pm, pi) = (free(), free());
+    let mut mc = Command::new("memcached").args(["-l", "127.0.0.1", "-U", "0", "-u", "root", "-p", &pm.to_string()]).spawn().unwrap();
+    let mut us = Command::new(env!("CARGO_BIN_EXE_imca")).args(["cache-node", "-l", "127.0.0.1", "-p", &pi.to_string()]).spawn().unwrap();
+    let mut script = Vec::new();
+    for (i, n) in [0usize, 1, 2, 100, 1000, 4096, 100_000].iter().enumerate() {
+        script.extend_from_slice(format!("set key{i} 0 0 {n}\r\n").as_bytes());
+        script.extend(std::iter::repeat_n(b'x', *n));
+        script.extend_from_slice(b"\r\n");
+    }
+    script.extend_from_slice(b"me key0\r\nme key3\r\nme key6\r\nstats\r\nquit\r\n");
+    let run = |p: u16| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut s = loop {
+            match std::net::TcpStream::connect(("127.0.0.1", p)) {
+                Ok(s) => break s,
+                Err(_) if std::time::Instant::now() < deadline => std::thread::yield_now(),
+                Err(e) => panic!("{e}"),
+            }
+        };
+        s.write_all(&script).unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        let sizes: Vec<String> =
+            out.lines().filter(|l| l.starts_with("ME ")).map(|l| l.split(' ').find(|w| w.starts_with("size=")).unwrap().to_string()).collect();
+        let bytes = out.lines().find(|l| l.starts_with("STAT bytes ")).unwrap().to_string();
+        (sizes, bytes)
+    };
+    assert_eq!(run(pi), run(pm));
+    for c in [&mut mc, &mut us] {
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+}
+
 fn common_require_memcached() {
     assert!(
         Command::new("memcached").arg("-h").output().is_ok(),
