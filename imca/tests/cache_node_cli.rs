@@ -119,7 +119,7 @@ fn disable_flush_all_matches_memcached() {
     use std::io::{Read, Write};
     common_require_memcached();
     let port = |p: u16| format!("127.0.0.1:{p}");
-    let free = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let free = free_port;
     let (pm, pi) = (free(), free());
     let mut mc = Command::new("memcached").args(["-l", "127.0.0.1", "-U", "0", "-u", "root", "-F", "-p", &pm.to_string()]).spawn().unwrap();
     let mut us = Command::new(env!("CARGO_BIN_EXE_imca"))
@@ -127,14 +127,7 @@ fn disable_flush_all_matches_memcached() {
         .spawn()
         .unwrap();
     let session = |addr: &str, req: &[u8]| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        let mut s = loop {
-            match std::net::TcpStream::connect(addr) {
-                Ok(s) => break s,
-                Err(_) if std::time::Instant::now() < deadline => std::thread::yield_now(),
-                Err(e) => panic!("{addr}: {e}"),
-            }
-        };
+        let mut s = connect(addr);
         s.write_all(req).unwrap();
         s.shutdown(std::net::Shutdown::Write).unwrap();
         let mut out = Vec::new();
@@ -159,7 +152,7 @@ fn disable_flush_all_matches_memcached() {
 fn disable_evictions_refuses_stores_like_memcached() {
     use std::io::{Read, Write};
     common_require_memcached();
-    let free = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let free = free_port;
     let (pm, pi) = (free(), free());
     let mut mc = Command::new("memcached")
         .args(["-l", "127.0.0.1", "-U", "0", "-u", "root", "-M", "-m", "2", "-p", &pm.to_string()])
@@ -167,16 +160,7 @@ fn disable_evictions_refuses_stores_like_memcached() {
         .unwrap();
     let mut us =
         Command::new(env!("CARGO_BIN_EXE_imca")).args(["cache-node", "-l", "127.0.0.1", "-M", "-m", "2", "-p", &pi.to_string()]).spawn().unwrap();
-    let connect = |p: u16| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        loop {
-            match std::net::TcpStream::connect(("127.0.0.1", p)) {
-                Ok(s) => break s,
-                Err(_) if std::time::Instant::now() < deadline => std::thread::yield_now(),
-                Err(e) => panic!("port {p}: {e}"),
-            }
-        }
-    };
+    let connect = |p: u16| connect(&format!("127.0.0.1:{p}"));
     // one request, one reply line (or one binary header + body)
     let ask = |s: &mut std::net::TcpStream, req: &[u8], binary: bool| -> Vec<u8> {
         s.write_all(req).unwrap();
@@ -288,14 +272,7 @@ fn shutdown_command_with_enable_shutdown() {
         .args(["cache-node", "-l", "127.0.0.1", "-A", "-p", &port.to_string()])
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let mut s = loop {
-        match std::net::TcpStream::connect(("127.0.0.1", port)) {
-            Ok(s) => break s,
-            Err(_) if std::time::Instant::now() < deadline => std::thread::yield_now(),
-            Err(e) => panic!("{e}"),
-        }
-    };
+    let mut s = connect(&format!("127.0.0.1:{port}"));
     s.write_all(b"shutdown bogus\r\n").unwrap();
     let mut buf = [0u8; 64];
     let n = s.read(&mut buf).unwrap();
@@ -319,7 +296,7 @@ fn shutdown_command_with_enable_shutdown() {
 fn item_sizes_match_memcached() {
     use std::io::{Read, Write};
     common_require_memcached();
-    let free = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let free = free_port;
     let (pm, pi) = (free(), free());
     let mut mc = Command::new("memcached").args(["-l", "127.0.0.1", "-U", "0", "-u", "root", "-p", &pm.to_string()]).spawn().unwrap();
     let mut us = Command::new(env!("CARGO_BIN_EXE_imca")).args(["cache-node", "-l", "127.0.0.1", "-p", &pi.to_string()]).spawn().unwrap();
@@ -331,14 +308,7 @@ fn item_sizes_match_memcached() {
     }
     script.extend_from_slice(b"me key0\r\nme key3\r\nme key6\r\nstats\r\nquit\r\n");
     let run = |p: u16| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        let mut s = loop {
-            match std::net::TcpStream::connect(("127.0.0.1", p)) {
-                Ok(s) => break s,
-                Err(_) if std::time::Instant::now() < deadline => std::thread::yield_now(),
-                Err(e) => panic!("{e}"),
-            }
-        };
+        let mut s = connect(&format!("127.0.0.1:{p}"));
         s.write_all(&script).unwrap();
         let mut out = String::new();
         s.read_to_string(&mut out).unwrap();
@@ -352,6 +322,23 @@ fn item_sizes_match_memcached() {
         c.kill().unwrap();
         c.wait().unwrap();
     }
+}
+
+/// A connection to a daemon just spawned: retried until it listens (its
+/// readiness), at most 10 s.
+fn connect(addr: &str) -> std::net::TcpStream {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match std::net::TcpStream::connect(addr) {
+            Ok(s) => return s,
+            Err(_) if std::time::Instant::now() < deadline => std::thread::yield_now(),
+            Err(e) => panic!("{addr}: {e}"),
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 fn common_require_memcached() {
