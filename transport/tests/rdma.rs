@@ -441,6 +441,9 @@ async fn connection_slots_are_bounded_and_unproven_peers_make_room() {
     // …is closed when a second unproven peer arrives (here: a real client,
     // which proves itself at once).
     let a = RdmaClient::connect(&srv.addr, with(1)).await.unwrap();
+    // A reply means the server has taken a's proof (it is read first), so a
+    // no longer counts as unproven when the next peer arrives.
+    a.call(msg("echo", Bytes::new()), 0).await.unwrap();
     let gone = tokio::time::timeout(Duration::from_secs(60), async {
         while squatter.is_connected().await {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -449,7 +452,9 @@ async fn connection_slots_are_bounded_and_unproven_peers_make_room() {
     .await;
     assert!(gone.is_ok(), "the unproven squatter was not closed to make room");
     let b = RdmaClient::connect(&srv.addr, with(1)).await.unwrap();
+    b.call(msg("echo", Bytes::new()), 0).await.unwrap();
     let c = RdmaClient::connect(&srv.addr, with(1)).await.unwrap();
+    c.call(msg("echo", Bytes::new()), 0).await.unwrap();
     // Three served: a fourth is refused as busy.
     match RdmaClient::connect(&srv.addr, with(1)).await {
         Err(TransportError::Connect(e)) => assert!(e.contains("rejected"), "{e}"),
