@@ -13,10 +13,11 @@
 //! Thread/task model: a multi-threaded tokio runtime runs every translator
 //! call; a few fuser threads only read requests from the kernel and spawn one
 //! task per request, which owns the reply and answers when ready, so a slow
-//! request never blocks the others. The kernel caches nothing by default
-//! (entry/attribute timeouts 0, page cache dropped at open and re-validated
-//! on read), so several gateways on the same servers stay coherent;
-//! `--kernel-cache` trades that for speed when one gateway is alone.
+//! request never blocks the others. The kernel caches entries, attributes
+//! and pages under the storage servers' leases; a change made through
+//! another gateway is called back to this one (`fuse::kernel_cache`) before
+//! it is acknowledged, so several gateways on the same servers stay
+//! coherent. `--kernel-cache off` caches nothing (TTL 0).
 //!
 //! The skeleton (signals, drain, ready file, `/metrics`) is the `daemon`
 //! crate's; one `prometheus::Registry` per gateway is passed to every part
@@ -59,10 +60,13 @@ pub struct Args {
     /// A storage request that takes longer than this many seconds fails with EIO.
     #[arg(long, default_value_t = 10.0)]
     pub timeout: f64,
-    /// Let the kernel cache entries, attributes and pages (only for a volume
-    /// mounted by this gateway alone).
-    #[arg(long)]
-    pub kernel_cache: bool,
+    /// Let the kernel cache entries, attributes and pages (`on`, the
+    /// default), each for at most the storage servers' kernel lease, with
+    /// every change made through another gateway called back before it is
+    /// acknowledged; or cache nothing (`off`: every request reaches the
+    /// gateway, for measurement or as a fallback).
+    #[arg(long, value_name = "on|off", default_value = "on", num_args = 0..=1, default_missing_value = "on")]
+    pub kernel_cache: fuse::KernelCacheMode,
     /// Serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long)]
     pub metrics: Option<String>,
@@ -138,7 +142,9 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
     if tls.is_some() && rdma {
         anyhow::bail!("--tls-ca applies to TCP; RDMA connections are authenticated, not encrypted (use --transport tcp)");
     }
-    let clients = storage::connect(&args.storage_servers, timeout, rdma, rpc_key, tls).await?;
+    // Who this gateway is to the servers (their callbacks skip the asker).
+    let session = rand::random::<u64>().max(1);
+    let clients = storage::connect(&args.storage_servers, timeout, rdma, rpc_key, tls, session).await?;
     let leaves = clients.iter().map(|c| c.clone() as xlator::Next).collect();
 
     // One registry for everything this gateway runs (see the daemon crate).
@@ -177,11 +183,20 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
     };
     let admin_url = admin_slot(&args, &graph, servers, lease, &registry, drain.stopped()).await?;
 
-    let policy = if args.kernel_cache { fuse::CachePolicy::KERNEL } else { fuse::CachePolicy::COHERENT };
-    let fs = fuse::GatewayFs::new(tokio::runtime::Handle::current(), graph.top.clone(), policy);
+    let inodes = std::sync::Arc::new(fuse::inodes::Inodes::new());
+    let kc = std::sync::Arc::new(fuse::KernelCache::new(args.kernel_cache, clients.len(), inodes));
+    if args.kernel_cache == fuse::KernelCacheMode::On {
+        for (i, c) in clients.iter().enumerate() {
+            tokio::spawn(fuse::kernel_cache::poll_loop(i, c.clone(), kc.clone(), drain.stopped()));
+        }
+    }
+    let fs = fuse::GatewayFs::new(tokio::runtime::Handle::current(), graph.top.clone(), kc.clone());
     let threads = args.fuse_threads.unwrap_or_else(|| cpus().clamp(2, 8));
     let mp = mountpoint.clone();
     let mounted = tokio::task::spawn_blocking(move || mount::Mounted::mount(fs, &mp, threads)).await??;
+    if let Some(n) = mounted.notifier() {
+        kc.set_notifier(n);
+    }
     tracing::info!(mount = %mountpoint.display(), servers = ?args.storage_servers, "mounted");
 
     if let Some(path) = &args.ready_file {

@@ -104,6 +104,11 @@ impl Mounted {
         Ok(Mounted { session: Some(session), path: path.to_path_buf() })
     }
 
+    /// Sends the kernel invalidations (use off the fuser threads).
+    pub fn notifier(&self) -> Option<fuser::Notifier> {
+        self.session.as_ref().map(|s| s.notifier())
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -83,6 +83,12 @@ pub struct Args {
     #[arg(long, value_name = "MS", env = "IMCA_SMCACHE_DEADLINE_MS",
           default_value_t = smcache::DEFAULT_DEADLINE.as_millis() as u64)]
     pub cache_deadline_ms: u64,
+    /// Gateways' kernels may cache attributes, entries and pages for this
+    /// many seconds after their last lease renewal (0.05..=60). A mutation
+    /// waits for every other gateway to drop what it changes, but never
+    /// longer than this for one that does not answer (frozen, partitioned).
+    #[arg(long, value_name = "SECS", default_value_t = 1.0, value_parser = parse_lease)]
+    pub kernel_lease: f64,
     /// The dissertation's "threaded" mode: a write deletes the blocks it
     /// covers before replying and repopulates them afterwards, off the reply path.
     #[arg(long, env = "IMCA_SMCACHE_THREADED", value_parser = clap::builder::FalseyValueParser::new())]
@@ -128,6 +134,7 @@ impl Args {
             io_threads: 64,
             transport: Default::default(),
             cache_deadline_ms: smcache::DEFAULT_DEADLINE.as_millis() as u64,
+            kernel_lease: 1.0,
             threaded_cache_updates: false,
             allow_devices: false,
             allow_setid: false,
@@ -227,7 +234,8 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
         })?,
     };
     let top = graph::build(posix_xl.clone(), volume.clone(), smcache, &registry).await?;
-    let service = Arc::new(protocol_server::ProtocolServer::new(top, volume.clone(), &registry));
+    let lease = std::time::Duration::from_secs_f64(args.kernel_lease);
+    let service = Arc::new(protocol_server::ProtocolServer::with_lease(top, volume.clone(), lease, &registry));
 
     let drain = daemon::Drain::new();
     let listener =
@@ -326,4 +334,13 @@ mod tests {
         assert_eq!(s.volume.current().volume, "a.b", "used as given, never rewritten");
         s.shutdown().await;
     }
+}
+
+/// `--kernel-lease`: seconds, 0.05 to 60.
+fn parse_lease(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if !(0.05..=60.0).contains(&v) {
+        return Err(format!("{v} s is outside 0.05..=60 s"));
+    }
+    Ok(v)
 }

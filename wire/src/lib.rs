@@ -25,10 +25,12 @@
 //! exactly the current one + 1 (compare-and-set on the epoch,
 //! `volume::acceptable`), and otherwise answers with the config it keeps.
 
+mod callback;
 mod codec;
 mod reply;
 mod request;
 
+pub use callback::{Invalidation, NO_SESSION};
 pub use reply::{decode_reply, encode_reply, Reply, ReplyMsg, ReplyShape};
 pub use request::{Op, Request};
 

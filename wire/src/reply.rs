@@ -1,6 +1,7 @@
 //! Replies. Every reply head starts with the server's volume epoch, then
 //! either an errno or one of the reply shapes below.
 
+use crate::callback::Invalidation;
 use crate::codec::{Dec, Enc, R};
 use crate::WireError;
 use bytes::{BufMut, Bytes, BytesMut};
@@ -31,6 +32,11 @@ pub enum Reply {
     /// the cache nodes this server asks to have fenced (see
     /// `volume::FenceRequests`)
     Config { accepted: bool, config: CacheConfig, fence: Vec<String> },
+    /// poll: the kernel-cache lease granted (counted from when the poll was
+    /// sent), the sequence number of the last item, whether the server did
+    /// not know the session (it restarted, or forgot an expired one: the
+    /// gateway may have missed invalidations), and the invalidations
+    Callbacks { lease_ms: u32, seq: u64, fresh: bool, items: Vec<Invalidation> },
 }
 
 /// A decoded reply.
@@ -99,6 +105,13 @@ pub fn encode_reply(epoch: u64, result: &Result<Reply, FsError>) -> Message {
                 config.enc(&mut w);
                 fence.enc(&mut w)
             }
+            Reply::Callbacks { lease_ms, seq, fresh, items } => {
+                w.put_u8(12);
+                lease_ms.enc(&mut w);
+                seq.enc(&mut w);
+                fresh.enc(&mut w);
+                items.enc(&mut w)
+            }
         },
     }
     Message::new(w.freeze(), bulk)
@@ -124,6 +137,12 @@ pub fn decode_reply(msg: &Message) -> Result<ReplyMsg, WireError> {
         9 => Ok(Reply::StatFs(Dec::dec(&mut r)?)),
         10 => Ok(Reply::Names(Dec::dec(&mut r)?)),
         11 => Ok(Reply::Config { accepted: Dec::dec(&mut r)?, config: Dec::dec(&mut r)?, fence: Dec::dec(&mut r)? }),
+        12 => Ok(Reply::Callbacks {
+            lease_ms: Dec::dec(&mut r)?,
+            seq: Dec::dec(&mut r)?,
+            fresh: Dec::dec(&mut r)?,
+            items: Dec::dec(&mut r)?,
+        }),
         t => return Err(WireError::BadTag { what: "reply", tag: t }),
     };
     r.finish()?;

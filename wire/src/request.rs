@@ -12,6 +12,7 @@ use xlator::*;
 /// Opcodes of the messages that are not file operations (above every fop's).
 const GET_VOLUME_CONFIG: u8 = 64;
 const SET_VOLUME_CONFIG: u8 = 65;
+const POLL: u8 = 66;
 
 macro_rules! requests {
     ($( $(#[$doc:meta])* $v:ident $m:ident = $code:literal ($($a:ident : $p:ty as $w:ty),*) -> $r:ty; )*) => {
@@ -23,6 +24,9 @@ macro_rules! requests {
             GetVolumeConfig {},
             /// compare-and-set of the volume config on its epoch
             SetVolumeConfig { config: CacheConfig },
+            /// a gateway's kernel-cache lease: renew it, acknowledge the
+            /// invalidations up to `acked`, wait (briefly) for new ones
+            Poll { session: u64, acked: u64 },
         }
 
         /// What a request asks for, for metrics and logs.
@@ -31,6 +35,7 @@ macro_rules! requests {
             File(Fop),
             GetVolumeConfig,
             SetVolumeConfig,
+            Poll,
         }
 
         impl Request {
@@ -39,6 +44,7 @@ macro_rules! requests {
                     $(Request::$v { .. } => Op::File(Fop::$v),)*
                     Request::GetVolumeConfig {} => Op::GetVolumeConfig,
                     Request::SetVolumeConfig { .. } => Op::SetVolumeConfig,
+                    Request::Poll { .. } => Op::Poll,
                 }
             }
 
@@ -59,6 +65,11 @@ macro_rules! requests {
                         w.put_u8(SET_VOLUME_CONFIG);
                         config.put(&mut w, &mut bulk);
                     }
+                    Request::Poll { session, acked } => {
+                        w.put_u8(POLL);
+                        session.put(&mut w, &mut bulk);
+                        acked.put(&mut w, &mut bulk);
+                    }
                 }
                 Message::new(w.freeze(), bulk)
             }
@@ -69,6 +80,7 @@ macro_rules! requests {
                     $( $code => Request::$v { $($a: Field::take(&mut r, &msg.bulk)?,)* }, )*
                     GET_VOLUME_CONFIG => Request::GetVolumeConfig {},
                     SET_VOLUME_CONFIG => Request::SetVolumeConfig { config: Field::take(&mut r, &msg.bulk)? },
+                    POLL => Request::Poll { session: Field::take(&mut r, &msg.bulk)?, acked: Field::take(&mut r, &msg.bulk)? },
                     t => return Err(WireError::BadTag { what: "opcode", tag: t }),
                 };
                 r.finish()?;
@@ -83,7 +95,7 @@ for_each_fop!(requests);
 impl Op {
     /// Every message kind, file operations first.
     pub fn all() -> impl Iterator<Item = Op> {
-        Fop::ALL.iter().map(|f| Op::File(*f)).chain([Op::GetVolumeConfig, Op::SetVolumeConfig])
+        Fop::ALL.iter().map(|f| Op::File(*f)).chain([Op::GetVolumeConfig, Op::SetVolumeConfig, Op::Poll])
     }
 
     /// Lower-case name, used as the `op` metric label.
@@ -92,6 +104,7 @@ impl Op {
             Op::File(f) => f.name(),
             Op::GetVolumeConfig => "get_volume_config",
             Op::SetVolumeConfig => "set_volume_config",
+            Op::Poll => "poll",
         }
     }
 }

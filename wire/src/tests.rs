@@ -115,6 +115,15 @@ fn request() -> impl Strategy<Value = Request> {
         (loc(), name()).prop_map(|(loc, name)| Request::Removexattr { loc, name }),
         Just(Request::GetVolumeConfig {}),
         config().prop_map(|config| Request::SetVolumeConfig { config }),
+        any::<(u64, u64)>().prop_map(|(session, acked)| Request::Poll { session, acked }),
+    ]
+}
+
+fn invalidation() -> impl Strategy<Value = Invalidation> {
+    prop_oneof![
+        (fid(), any::<i64>(), any::<i64>()).prop_map(|(fid, offset, len)| Invalidation::Inode { fid, offset, len }),
+        (fid(), name()).prop_map(|(parent, name)| Invalidation::Entry { parent, name }),
+        Just(Invalidation::All),
     ]
 }
 
@@ -150,6 +159,8 @@ fn reply() -> impl Strategy<Value = Result<Reply, FsError>> {
         proptest::collection::vec(name(), 0..10).prop_map(|n| Ok(Reply::Names(n))),
         (any::<bool>(), config(), proptest::collection::vec(name(), 0..3))
             .prop_map(|(accepted, config, fence)| Ok(Reply::Config { accepted, config, fence })),
+        (any::<(u32, u64, bool)>(), proptest::collection::vec(invalidation(), 0..10))
+            .prop_map(|((lease_ms, seq, fresh), items)| Ok(Reply::Callbacks { lease_ms, seq, fresh, items })),
     ]
 }
 
@@ -158,6 +169,12 @@ proptest! {
     fn request_round_trips(req in request()) {
         let msg = req.encode();
         prop_assert_eq!(Request::decode(&msg).unwrap(), req);
+    }
+
+    #[test]
+    fn requests_round_trip_in_a_session(req in request(), session in any::<u64>()) {
+        let msg = req.encode_in_session(session);
+        prop_assert_eq!(Request::decode_in_session(&msg).unwrap(), (session, req));
     }
 
     #[test]
@@ -249,4 +266,27 @@ fn opcodes_never_move() {
     assert_eq!(Request::Write { loc: Loc::root(), offset: 0, data: Bytes::new() }.encode().head[0], 16);
     assert_eq!(Request::GetVolumeConfig {}.encode().head[0], 64);
     assert_eq!(Request::SetVolumeConfig { config: Default::default() }.encode().head[0], 65);
+    assert_eq!(Request::Poll { session: 1, acked: 0 }.encode().head[0], 66);
+    assert_eq!(Request::Getattr { loc: Loc::root() }.encode_in_session(5).head[0], 67);
+}
+
+#[test]
+fn session_envelopes_are_checked() {
+    let inner = Request::Getattr { loc: Loc::root() };
+    // No envelope: session 0; an envelope naming session 0, or nested, is refused.
+    assert_eq!(Request::decode_in_session(&inner.encode()).unwrap(), (NO_SESSION, inner.clone()));
+    let mut h = vec![67u8];
+    h.extend_from_slice(&0u64.to_le_bytes());
+    h.extend_from_slice(&inner.encode().head);
+    assert!(Request::decode_in_session(&Message::new(Bytes::from(h), Bytes::new())).is_err());
+    let mut h = vec![67u8];
+    h.extend_from_slice(&3u64.to_le_bytes());
+    h.extend_from_slice(&inner.encode_in_session(4).head);
+    assert!(Request::decode_in_session(&Message::new(Bytes::from(h), Bytes::new())).is_err());
+    // Truncated envelope.
+    assert_eq!(Request::decode_in_session(&Message::new(Bytes::from_static(&[67, 1, 2]), Bytes::new())), Err(WireError::Truncated));
+    // A write's bulk stays the bulk inside an envelope.
+    let data = Bytes::from(vec![1u8; 4096]);
+    let w = Request::Write { loc: Loc::root(), offset: 0, data: data.clone() }.encode_in_session(9);
+    assert_eq!(w.bulk.as_ptr(), data.as_ptr());
 }

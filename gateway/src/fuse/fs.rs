@@ -8,31 +8,15 @@ use super::answer::{answer, finish, Answer};
 use super::convert;
 use super::dirs::{DirStreams, AFTER_DOT, AFTER_DOTDOT};
 use super::inodes::Inodes;
+use super::kernel_cache::KernelCache;
 use bytes::Bytes;
 use fuser::*;
 use std::ffi::OsStr;
 use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 use xlator::{Attr, FileId, FsError, FsResult, Loc, NewFile, Next, Owner, SetAttr, TimeSet, XattrFlags};
-
-/// How much the kernel may cache.
-#[derive(Clone, Copy, Debug)]
-pub struct CachePolicy {
-    pub entry_ttl: Duration,
-    pub attr_ttl: Duration,
-    /// keep the page cache across opens (only safe with one gateway)
-    pub keep_cache: bool,
-}
-
-impl CachePolicy {
-    /// Nothing cached: every gateway sees every other gateway's changes at once.
-    pub const COHERENT: CachePolicy = CachePolicy { entry_ttl: Duration::ZERO, attr_ttl: Duration::ZERO, keep_cache: false };
-    /// For a volume mounted by a single gateway.
-    pub const KERNEL: CachePolicy =
-        CachePolicy { entry_ttl: Duration::from_secs(1), attr_ttl: Duration::from_secs(1), keep_cache: true };
-}
 
 /// Directory entries asked of the pipeline per call.
 const READDIR_BATCH: u32 = 256;
@@ -45,22 +29,16 @@ pub struct GatewayFs {
     xl: Next,
     inodes: Arc<Inodes>,
     dirs: Arc<DirStreams>,
-    policy: CachePolicy,
+    /// what the kernel may cache, for how long (leases and callbacks)
+    kc: Arc<KernelCache>,
     /// O_APPEND writes read the size and write there: serialise them so two
     /// appenders through this gateway never land on the same offset.
     append: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl GatewayFs {
-    pub fn new(rt: tokio::runtime::Handle, xl: Next, policy: CachePolicy) -> GatewayFs {
-        GatewayFs {
-            rt,
-            xl,
-            inodes: Arc::new(Inodes::new()),
-            dirs: Arc::default(),
-            policy,
-            append: Arc::default(),
-        }
+    pub fn new(rt: tokio::runtime::Handle, xl: Next, kc: Arc<KernelCache>) -> GatewayFs {
+        GatewayFs { rt, xl, inodes: kc.inodes().clone(), dirs: Arc::default(), kc, append: Arc::default() }
     }
 
     /// Run `work` on the runtime; answer `reply` with `ok` or the errno.
@@ -81,18 +59,18 @@ impl GatewayFs {
         A: Send + 'static,
         F: Future<Output = FsResult<Attr>> + Send + 'static,
     {
-        let (xl, inodes, ttl) = (self.xl.clone(), self.inodes.clone(), self.policy.entry_ttl);
+        let (xl, inodes, kc, t) = (self.xl.clone(), self.inodes.clone(), self.kc.clone(), self.kc.ticket());
         let work = async move {
             let (ploc, name, extra) = args?;
             let attr = call(xl, ploc.clone(), name.clone(), extra).await?;
             inodes.remember(&ploc, &name, attr.fid);
             Ok(attr)
         };
-        self.answer(reply, work, move |r, a| r.entry(&ttl, &convert::attr(&a), Generation(0)));
+        self.answer(reply, work, move |r, a| r.entry(&kc.ttl(t), &convert::attr(&a), Generation(0)));
     }
 
     fn fopen_flags(&self) -> FopenFlags {
-        if self.policy.keep_cache {
+        if self.kc.keep_cache() {
             FopenFlags::FOPEN_KEEP_CACHE
         } else {
             FopenFlags::empty()
@@ -131,12 +109,10 @@ impl Filesystem for GatewayFs {
         let _ = config.set_max_background(64);
         let _ = config.set_congestion_threshold(48);
         // Lookups and listings in one directory may run in parallel.
-        let mut wanted = InitFlags::FUSE_PARALLEL_DIROPS;
-        if !self.policy.keep_cache {
-            // Re-validate cached pages against size/mtime on every read, so a
-            // file changed through another gateway is never read stale.
-            wanted |= InitFlags::FUSE_AUTO_INVAL_DATA;
-        }
+        // Cached pages are checked against size/mtime whenever the
+        // attributes are fetched again: with TTL 0 on every read; with
+        // leases when one ran out (callbacks drop them otherwise).
+        let wanted = InitFlags::FUSE_PARALLEL_DIROPS | InitFlags::FUSE_AUTO_INVAL_DATA;
         for flag in wanted.iter() {
             if config.add_capabilities(flag).is_err() {
                 tracing::info!(?flag, "kernel lacks FUSE capability");
@@ -155,8 +131,8 @@ impl Filesystem for GatewayFs {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        let (xl, ttl, loc) = (self.xl.clone(), self.policy.attr_ttl, self.inodes.loc(ino.0));
-        self.answer(reply, async move { xl.getattr(&loc?).await }, move |r, a| r.attr(&ttl, &convert::attr(&a)));
+        let (xl, kc, t, loc) = (self.xl.clone(), self.kc.clone(), self.kc.ticket(), self.inodes.loc(ino.0));
+        self.answer(reply, async move { xl.getattr(&loc?).await }, move |r, a| r.attr(&kc.ttl(t), &convert::attr(&a)));
     }
 
     fn setattr(
@@ -177,7 +153,7 @@ impl Filesystem for GatewayFs {
         _flags: Option<BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        let (xl, ttl, loc) = (self.xl.clone(), self.policy.attr_ttl, self.inodes.loc(ino.0));
+        let (xl, kc, t, loc) = (self.xl.clone(), self.kc.clone(), self.kc.ticket(), self.inodes.loc(ino.0));
         let set = SetAttr {
             perm: mode.map(|m| m & 0o7777),
             uid,
@@ -186,7 +162,7 @@ impl Filesystem for GatewayFs {
             atime: atime.map(time_set),
             mtime: mtime.map(time_set),
         };
-        self.answer(reply, async move { xl.setattr(&loc?, &set).await }, move |r, a| r.attr(&ttl, &convert::attr(&a)));
+        self.answer(reply, async move { xl.setattr(&loc?, &set).await }, move |r, a| r.attr(&kc.ttl(t), &convert::attr(&a)));
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
@@ -474,7 +450,8 @@ impl Filesystem for GatewayFs {
     }
 
     fn create(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, flags: i32, reply: ReplyCreate) {
-        let (xl, inodes, ttl, fopen) = (self.xl.clone(), self.inodes.clone(), self.policy.entry_ttl, self.fopen_flags());
+        let (xl, inodes, fopen) = (self.xl.clone(), self.inodes.clone(), self.fopen_flags());
+        let (kc, t) = (self.kc.clone(), self.kc.ticket());
         let args = parent_and_name(&inodes, parent, name)
             .map(|(p, n)| (p, new_file(n, mode & !umask, owner(req), flags & libc::O_EXCL != 0)));
         let work = async move {
@@ -483,7 +460,7 @@ impl Filesystem for GatewayFs {
             inodes.remember(&ploc, &new.name, attr.fid);
             Ok(attr)
         };
-        self.answer(reply, work, move |r, a| r.created(&ttl, &convert::attr(&a), Generation(0), FileHandle(0), fopen));
+        self.answer(reply, work, move |r, a| r.created(&kc.ttl(t), &convert::attr(&a), Generation(0), FileHandle(0), fopen));
     }
 }
 

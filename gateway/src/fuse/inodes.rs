@@ -4,9 +4,10 @@
 //! file the same number. The table remembers, per inode, the path it was last
 //! looked up under (namespace operations need a path) and the full file id
 //! (data operations resolve by id, which survives renames done elsewhere).
-//! With entry timeout 0 the kernel looks up every path component again on
-//! each access, which keeps the remembered paths fresh even when another
-//! gateway renames things. Entries live while the kernel holds lookups on
+//! A directory renamed by another gateway is found again under its new name
+//! (the kernel's entry for the old one is called back); everything below it
+//! moves along, since the kernel may hold those entries without looking
+//! them up again. Entries live while the kernel holds lookups on
 //! them (`forget` ends them); the root lives forever.
 
 use std::collections::HashMap;
@@ -57,11 +58,41 @@ impl Inodes {
         if node.loc.fid != Some(fid) && ino != ROOT_INO {
             tracing::warn!(ino, old = ?node.loc.fid, new = %fid, "inode number reused by another file id");
         }
-        if ino != ROOT_INO {
+        node.lookups += 1;
+        if ino != ROOT_INO && node.loc.path != loc.path {
+            // Renamed elsewhere (found under a new name): what the kernel
+            // holds below it moved too, and may not be looked up again
+            // while its entries are cached.
+            let old = std::mem::replace(&mut node.loc, loc.clone());
+            if !old.path.is_empty() {
+                move_below(&mut map, &old.path, &loc.path);
+            }
+        } else if ino != ROOT_INO {
             node.loc = loc;
         }
-        node.lookups += 1;
         ino
+    }
+
+    /// Whether the kernel holds inode `ino` (so it may have it cached).
+    pub fn knows(&self, ino: u64) -> bool {
+        self.lock().contains_key(&ino)
+    }
+
+    /// Every inode with the directory inode and name it was found under
+    /// (`None` for the root, or when its directory is not held).
+    pub fn all_entries(&self) -> Vec<(u64, Option<u64>, String)> {
+        let map = self.lock();
+        let by_path: HashMap<&str, u64> = map.iter().map(|(ino, n)| (n.loc.path.as_str(), *ino)).collect();
+        map.iter()
+            .map(|(ino, n)| {
+                let (dir, name) = match n.loc.path.rsplit_once('/') {
+                    Some((d, name)) => (d, name),
+                    None => ("", n.loc.path.as_str()),
+                };
+                let parent = if *ino == ROOT_INO { None } else { by_path.get(dir).copied() };
+                (*ino, parent, name.to_string())
+            })
+            .collect()
     }
 
     /// The kernel dropped `n` references.
@@ -89,6 +120,20 @@ impl Inodes {
             }
         }
     }
+}
+
+/// Paths strictly below `from` move below `to`.
+fn move_below(map: &mut HashMap<u64, Node>, from: &str, to: &str) {
+    for node in map.values_mut() {
+        if let Some(rest) = node.loc.path.strip_prefix(from) {
+            if rest.starts_with('/') {
+                node.loc.path = format!("{to}{rest}");
+            }
+        }
+    }
+}
+
+impl Inodes {
 
     /// `a` and `b` swapped places (RENAME_EXCHANGE).
     pub fn exchanged(&self, a: &str, b: &str) {
@@ -138,6 +183,13 @@ mod tests {
         assert_eq!(t.loc(f).unwrap().path, "x/y/f");
         assert_eq!(t.loc(other).unwrap().path, "dd");
         t.exchanged("x/y", "dd");
+        // Found under a new name (renamed by another gateway): what is
+        // below it moves along.
+        t.remember(&Loc::root(), "z", FileId::from_random(1));
+        assert_eq!(t.loc(d).unwrap().path, "z");
+        assert_eq!(t.loc(f).unwrap().path, "z/f");
+        assert_eq!(t.loc(other).unwrap().path, "x/y");
+        t.exchanged("z", "dd");
         assert_eq!(t.loc(d).unwrap().path, "dd");
         assert_eq!(t.loc(f).unwrap().path, "dd/f");
         assert_eq!(t.loc(other).unwrap().path, "x/y");

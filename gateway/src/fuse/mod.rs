@@ -5,5 +5,7 @@ pub mod convert;
 pub mod dirs;
 pub mod fs;
 pub mod inodes;
+pub mod kernel_cache;
 
-pub use fs::{CachePolicy, GatewayFs, MAX_REQUEST};
+pub use fs::{GatewayFs, MAX_REQUEST};
+pub use kernel_cache::{KernelCache, Mode as KernelCacheMode};

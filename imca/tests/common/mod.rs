@@ -60,6 +60,7 @@ pub struct ClusterSpec {
     pub stripe_unit: Option<u64>,
     /// gateway's storage request timeout (seconds)
     pub timeout: Option<f64>,
+    /// `imca mount --kernel-cache on|off` (on, the default, unless told)
     pub kernel_cache: bool,
     /// extra arguments for every `imca mount`
     pub gateway_args: Vec<String>,
@@ -82,7 +83,7 @@ impl ClusterSpec {
             gateways: 1,
             stripe_unit: None,
             timeout: None,
-            kernel_cache: false,
+            kernel_cache: true,
             gateway_args: Vec::new(),
             storage_args: Vec::new(),
         }
@@ -440,8 +441,8 @@ impl Cluster {
         if let Some(t) = self.spec.timeout {
             args.extend(["--timeout".into(), t.to_string().into()]);
         }
-        if self.spec.kernel_cache {
-            args.push("--kernel-cache".into());
+        if !self.spec.kernel_cache {
+            args.push("--kernel-cache=off".into());
         }
         args.extend(["--metrics", "127.0.0.1:0", "--ready-file"].map(OsString::from));
         args.push(ready.clone().into());

@@ -5,7 +5,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use transport::tcp::{TcpClient, TcpClientOptions};
 use transport::{RpcClient, TransportError};
-use wire::{decode_reply, Reply, Request};
+use wire::{decode_reply, Invalidation, Reply, Request};
 use volume::CacheConfig;
 use xlator::{FsError, FsResult};
 
@@ -22,11 +22,20 @@ pub struct ClientOptions {
     pub auth: Option<secret::Key>,
     /// TLS under the RPC (TCP only); `None`: plain TCP.
     pub tls: Option<transport::tcp::tls::ClientTls>,
+    /// The gateway's kernel-cache session (`wire::NO_SESSION`: none): every
+    /// request says which gateway asks, so the server calls back the others.
+    pub session: u64,
 }
 
 impl Default for ClientOptions {
     fn default() -> Self {
-        ClientOptions { op_timeout: DEFAULT_OP_TIMEOUT, connect_timeout: Duration::from_secs(5), auth: None, tls: None }
+        ClientOptions {
+            op_timeout: DEFAULT_OP_TIMEOUT,
+            connect_timeout: Duration::from_secs(5),
+            auth: None,
+            tls: None,
+            session: wire::NO_SESSION,
+        }
     }
 }
 
@@ -46,13 +55,26 @@ pub struct ProtocolClient {
     op_timeout: Duration,
     epoch: watch::Sender<u64>,
     name: String,
+    session: u64,
+}
+
+/// A poll's answer (see `protocol_server::callbacks`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Callbacks {
+    /// the lease, counted from when the poll was sent
+    pub lease: Duration,
+    /// acknowledge with this in the next poll, once `items` are applied
+    pub seq: u64,
+    /// the server did not know this session: invalidations may have been missed
+    pub fresh: bool,
+    pub items: Vec<Invalidation>,
 }
 
 impl ProtocolClient {
     /// Over any transport.
     pub fn new(rpc: Arc<dyn RpcClient>, options: &ClientOptions) -> ProtocolClient {
         let name = format!("protocol-client({})", rpc.describe());
-        ProtocolClient { rpc, op_timeout: options.op_timeout, epoch: watch::Sender::new(0), name }
+        ProtocolClient { rpc, op_timeout: options.op_timeout, epoch: watch::Sender::new(0), name, session: options.session }
     }
 
     /// Over TCP, connecting on the first call.
@@ -106,10 +128,22 @@ impl ProtocolClient {
         }
     }
 
+    /// Renew this gateway's kernel-cache lease and acknowledge the
+    /// invalidations up to `acked`; answers the next ones (the server holds
+    /// a quiet poll for a quarter lease).
+    pub async fn poll(&self, acked: u64) -> FsResult<Callbacks> {
+        match self.call(Request::Poll { session: self.session, acked }, 0).await? {
+            Reply::Callbacks { lease_ms, seq, fresh, items } => {
+                Ok(Callbacks { lease: Duration::from_millis(lease_ms.into()), seq, fresh, items })
+            }
+            other => Err(self.unexpected("poll", &other)),
+        }
+    }
+
     /// One round trip. Transport failures and timeouts become EIO.
     pub(crate) async fn call(&self, req: Request, reply_bulk_max: usize) -> FsResult<Reply> {
         let op = req.op();
-        let msg = req.encode();
+        let msg = req.encode_in_session(self.session);
         let reply = match tokio::time::timeout(self.op_timeout, self.rpc.call(msg, reply_bulk_max)).await {
             Ok(Ok(m)) => m,
             Ok(Err(e)) => {

@@ -19,7 +19,7 @@
 mod client;
 mod translator;
 
-pub use client::{ClientError, ClientOptions, ProtocolClient, DEFAULT_OP_TIMEOUT};
+pub use client::{Callbacks, ClientError, ClientOptions, ProtocolClient, DEFAULT_OP_TIMEOUT};
 
 /// Connect to `addr` over TCP now (handshake + one config fetch), so a
 /// wrong address fails at start-up rather than on the first file operation.

@@ -10,9 +10,18 @@
 //! change on any reply). The volume-config messages are answered from the
 //! server's [`Volume`] authority. Counts and times every request in
 //! `imca_storage_ops_total` / `imca_storage_op_duration_seconds`.
+//!
+//! Kernel caching ([`callbacks`]): a request may come in a gateway's session
+//! envelope; once a mutation is applied below, the invalidations it causes
+//! ([`invalidations`]) reach every other gateway holding a lease before the
+//! reply goes out. `Poll` requests renew a gateway's lease and carry its
+//! invalidations back.
 
+pub mod callbacks;
+pub mod invalidations;
 mod metrics;
 
+use callbacks::Callbacks;
 use metrics::Metrics;
 use volume::Volume;
 use async_trait::async_trait;
@@ -25,17 +34,30 @@ use xlator::*;
 pub struct ProtocolServer {
     top: Arc<dyn Translator>,
     volume: Arc<Volume>,
+    callbacks: Callbacks,
     metrics: Metrics,
 }
 
 impl ProtocolServer {
-    /// Serve `top`; request metrics are registered in `registry`.
+    /// Serve `top` with the default kernel-cache lease; request metrics are
+    /// registered in `registry`.
     pub fn new(top: Arc<dyn Translator>, volume: Arc<Volume>, registry: &prometheus::Registry) -> ProtocolServer {
-        ProtocolServer { top, volume, metrics: Metrics::register(registry) }
+        ProtocolServer::with_lease(top, volume, callbacks::DEFAULT_LEASE, registry)
     }
 
-    async fn dispatch(&self, req: Request) -> FsResult<Reply> {
+    /// Serve `top`, granting gateways kernel-cache leases of `lease`.
+    pub fn with_lease(
+        top: Arc<dyn Translator>,
+        volume: Arc<Volume>,
+        lease: std::time::Duration,
+        registry: &prometheus::Registry,
+    ) -> ProtocolServer {
+        ProtocolServer { top, volume, callbacks: Callbacks::new(lease, registry), metrics: Metrics::register(registry) }
+    }
+
+    async fn dispatch(&self, session: u64, req: Request) -> FsResult<Reply> {
         match req {
+            Request::Poll { session: s, acked } => self.callbacks.poll(s, acked).await,
             Request::GetVolumeConfig {} => {
                 let config = self.volume.current();
                 Ok(Reply::Config { accepted: false, fence: self.volume.fences.open(&config), config })
@@ -51,6 +73,12 @@ impl ProtocolServer {
                 }
                 Ok(Reply::Config { accepted, fence: self.volume.fences.open(&config), config })
             }
+            file_op if invalidations::mutates(&file_op) => {
+                let copy = file_op.clone();
+                let reply = call(&*self.top, file_op).await?;
+                self.callbacks.invalidate(session, &invalidations::of(&copy, &reply)).await;
+                Ok(reply)
+            }
             file_op => call(&*self.top, file_op).await,
         }
     }
@@ -62,7 +90,7 @@ macro_rules! call_translator {
         async fn call(x: &dyn Translator, req: Request) -> FsResult<Reply> {
             match req {
                 $( Request::$v { $($a),* } => x.$m($($a.as_param()),*).await.map(ReplyShape::into_reply), )*
-                Request::GetVolumeConfig {} | Request::SetVolumeConfig { .. } => Err(FsError::ENOSYS),
+                Request::GetVolumeConfig {} | Request::SetVolumeConfig { .. } | Request::Poll { .. } => Err(FsError::ENOSYS),
             }
         }
     };
@@ -74,7 +102,7 @@ for_each_fop!(call_translator);
 impl RpcService for ProtocolServer {
     async fn handle(&self, req: Message) -> Message {
         let started = Instant::now();
-        let req = match Request::decode(&req) {
+        let (session, req) = match Request::decode_in_session(&req) {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!("undecodable storage request: {e}");
@@ -83,7 +111,7 @@ impl RpcService for ProtocolServer {
             }
         };
         let op = req.op();
-        let result = self.dispatch(req).await;
+        let result = self.dispatch(session, req).await;
         self.metrics.observe(op.name(), result.is_ok(), started.elapsed());
         encode_reply(self.volume.epoch(), &result)
     }
@@ -91,6 +119,6 @@ impl RpcService for ProtocolServer {
     /// A read's size (the transport reserves that much memory before
     /// handling it); decoding a head is cheap next to serving it.
     fn reply_size_hint(&self, req: &Message) -> usize {
-        Request::decode(req).map_or(0, |r| r.reply_bulk_max())
+        Request::decode_in_session(req).map_or(0, |(_, r)| r.reply_bulk_max())
     }
 }

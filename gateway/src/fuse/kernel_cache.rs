@@ -1,0 +1,201 @@
+//! What the kernel may cache, and for how long: the gateway's side of the
+//! kernel-cache leases (the servers' side is `protocol_server::callbacks`).
+//!
+//! ```text
+//!  poll loop per server ── Callbacks{lease, items} ──> KernelCache::apply ─ notifier thread ─> kernel
+//!                                                         (bump epoch first)   inval_inode / inval_entry
+//!  FUSE request: ticket() at start ──> pipeline ──> ttl(ticket) in the reply
+//! ```
+//!
+//! A TTL handed to the kernel never outlives the lease of *every* server (a
+//! lease counts from when its poll was sent, so it ends before the server's
+//! view of it), and is 0 when an invalidation arrived while the request was
+//! under way (its answer may predate the change) or when the lease is lost:
+//! then the kernel's entries and attributes expire by themselves, and the
+//! pages it keeps are checked against size and mtime on the next read
+//! (`FUSE_AUTO_INVAL_DATA`). Kernel notifications never run on a fuser
+//! thread: the kernel may wait on a request that thread would have to read.
+
+use super::inodes::Inodes;
+use fuser::{INodeNo, Notifier};
+use std::ffi::OsStr;
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+use wire::Invalidation;
+
+/// Whether the kernel caches at all.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// Entries, attributes and pages, under leases with callbacks (default).
+    #[default]
+    On,
+    /// Nothing (TTL 0, pages re-validated on every read): every request
+    /// reaches the gateway. For measurement, and as a fallback.
+    Off,
+}
+
+/// A request's view of the invalidations so far (taken when it starts).
+#[derive(Clone, Copy, Debug)]
+pub struct Ticket(u64);
+
+pub struct KernelCache {
+    mode: Mode,
+    inodes: Arc<Inodes>,
+    base: Instant,
+    /// per server: end of its lease, in ns after `base` (0: none)
+    valid_until: Vec<AtomicU64>,
+    /// bumped before every batch of invalidations reaches the kernel
+    epoch: AtomicU64,
+    notifier: OnceLock<Notifier>,
+}
+
+impl KernelCache {
+    pub fn new(mode: Mode, servers: usize, inodes: Arc<Inodes>) -> KernelCache {
+        KernelCache {
+            mode,
+            inodes,
+            base: Instant::now(),
+            valid_until: (0..servers.max(1)).map(|_| AtomicU64::new(0)).collect(),
+            epoch: AtomicU64::new(0),
+            notifier: OnceLock::new(),
+        }
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    pub fn inodes(&self) -> &Arc<Inodes> {
+        &self.inodes
+    }
+
+    /// The mount's notifier, once the kernel session exists.
+    pub fn set_notifier(&self, n: Notifier) {
+        let _ = self.notifier.set(n);
+    }
+
+    /// Keep a file's pages across opens (they are invalidated by callback).
+    pub fn keep_cache(&self) -> bool {
+        self.mode == Mode::On
+    }
+
+    pub fn ticket(&self) -> Ticket {
+        Ticket(self.epoch.load(SeqCst))
+    }
+
+    /// The TTL for an answer to a request that started with `t`.
+    pub fn ttl(&self, t: Ticket) -> Duration {
+        if self.mode == Mode::Off || self.epoch.load(SeqCst) != t.0 {
+            return Duration::ZERO;
+        }
+        self.remaining()
+    }
+
+    /// How long every server's lease still runs.
+    pub fn remaining(&self) -> Duration {
+        let now = self.base.elapsed().as_nanos() as u64;
+        let end = self.valid_until.iter().map(|v| v.load(SeqCst)).min().unwrap_or(0);
+        Duration::from_nanos(end.saturating_sub(now))
+    }
+
+    /// Server `i` granted a lease ending at `until`.
+    pub fn renew(&self, i: usize, until: Instant) {
+        let ns = until.saturating_duration_since(self.base).as_nanos() as u64;
+        self.valid_until[i].fetch_max(ns, SeqCst);
+    }
+
+    /// Tell the kernel to drop `items`; returns once it has. Answers that
+    /// were under way meanwhile get TTL 0.
+    pub async fn apply(self: &Arc<Self>, items: Vec<Invalidation>) {
+        if items.is_empty() {
+            return;
+        }
+        self.epoch.fetch_add(1, SeqCst);
+        let me = self.clone();
+        // A blocking write to /dev/fuse that may wait for page locks: never
+        // on a fuser thread, never on a runtime worker.
+        let _ = tokio::task::spawn_blocking(move || me.notify(&items)).await;
+    }
+
+    fn notify(&self, items: &[Invalidation]) {
+        let Some(n) = self.notifier.get() else { return };
+        for item in items {
+            match item {
+                Invalidation::Inode { fid, offset, len } => {
+                    let ino = fid.ino();
+                    if self.inodes.knows(ino) {
+                        quiet(n.inval_inode(INodeNo(ino), *offset, *len));
+                    }
+                }
+                Invalidation::Entry { parent, name } => {
+                    let ino = parent.ino();
+                    if self.inodes.knows(ino) {
+                        quiet(n.inval_entry(INodeNo(ino), OsStr::new(name)));
+                    }
+                }
+                Invalidation::All => {
+                    for (ino, parent, name) in self.inodes.all_entries() {
+                        quiet(n.inval_inode(INodeNo(ino), 0, 0));
+                        if let Some(p) = parent {
+                            quiet(n.inval_entry(INodeNo(p), OsStr::new(&name)));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The kernel answers ENOENT for what it no longer holds: nothing to do.
+fn quiet(r: std::io::Result<()>) {
+    if let Err(e) = r {
+        if e.raw_os_error() != Some(libc::ENOENT) {
+            tracing::debug!("kernel invalidation: {e}");
+        }
+    }
+}
+
+/// Keep the lease of server `i` and apply its callbacks until `stop`.
+pub async fn poll_loop(
+    i: usize,
+    server: Arc<protocol_client::ProtocolClient>,
+    kc: Arc<KernelCache>,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    tokio::pin!(stop);
+    let (mut acked, mut had_lease, mut backoff) = (0u64, false, Duration::from_millis(50));
+    loop {
+        let sent = Instant::now();
+        let r = tokio::select! {
+            _ = &mut stop => return,
+            r = server.poll(acked) => r,
+        };
+        match r {
+            Ok(cb) => {
+                backoff = Duration::from_millis(50);
+                let mut items = cb.items;
+                if cb.fresh && had_lease {
+                    // The server forgot us (restart): we may have missed some.
+                    tracing::info!(server = %server.describe(), "kernel-cache session renewed from scratch; dropping the kernel's caches");
+                    items = vec![Invalidation::All];
+                }
+                kc.apply(items).await;
+                acked = cb.seq;
+                if !cb.lease.is_zero() {
+                    // A little short of the server's count, for clock-rate drift.
+                    kc.renew(i, sent + cb.lease - cb.lease / 32);
+                    had_lease = true;
+                }
+            }
+            Err(e) => {
+                tracing::debug!(server = %server.describe(), "kernel-cache poll failed: {e}");
+                tokio::select! {
+                    _ = &mut stop => return,
+                    _ = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! Coherent kernel caching through real mounts: the kernel answers repeated
+//! stats and reads without asking the gateway, and a change made through
+//! another gateway is called back before it is acknowledged, so it is seen
+//! at once; a frozen gateway holds a writer up for at most one lease.
+
+mod coherence_support;
+mod common;
+
+use coherence_support::http;
+use common::{Cluster, ClusterSpec};
+use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
+
+/// Requests for `op` that reached gateway `g` (io-stats, under the kernel).
+fn gateway_ops(c: &Cluster, g: usize, op: &str) -> f64 {
+    let u = c.gateways[g].daemon.metrics_url().expect("gateway metrics");
+    http::sum(&common::http_get(&u), "imca_gateway_ops_total", &[&format!("op=\"{op}\"")])
+}
+
+fn reaching_gateway(c: &Cluster, g: usize) -> f64 {
+    ["lookup", "getattr", "read"].iter().map(|op| gateway_ops(c, g, op)).sum()
+}
+
+fn storage_sum(c: &Cluster, metric: &str, label: &str) -> f64 {
+    c.storage.iter().filter_map(|d| d.metrics_url()).map(|u| http::sum(&common::http_get(&u), metric, &[label])).sum()
+}
+
+/// Stat and read `p` `n` times; returns how many requests reached gateway 0.
+fn stat_and_read(c: &Cluster, p: &std::path::Path, want: &[u8], n: usize) -> f64 {
+    let before = reaching_gateway(c, 0);
+    for _ in 0..n {
+        assert_eq!(std::fs::metadata(p).unwrap().len(), want.len() as u64);
+        assert_eq!(std::fs::read(p).unwrap(), want);
+    }
+    reaching_gateway(c, 0) - before
+}
+
+#[test]
+fn repeated_stats_and_reads_are_answered_by_the_kernel() {
+    let data = vec![7u8; 200_000];
+    let on = ClusterSpec::new().start();
+    std::fs::write(on.path("f"), &data).unwrap();
+    stat_and_read(&on, &on.path("f"), &data, 1);
+    // Leases are a second long: 50 rounds fit in one with room to spare on
+    // a loaded machine, and a renewal on the way costs a request or two.
+    let reached = stat_and_read(&on, &on.path("f"), &data, 50);
+    assert!(reached <= 12.0, "{reached} requests reached the gateway for 50 stats and reads");
+
+    // The same with the kernel's cache off: every one reaches the gateway.
+    let off = ClusterSpec::new().kernel_cache(false).start();
+    std::fs::write(off.path("f"), &data).unwrap();
+    let reached = stat_and_read(&off, &off.path("f"), &data, 50);
+    assert!(reached >= 100.0, "only {reached} requests reached the gateway with --kernel-cache=off");
+}
+
+#[test]
+fn changes_through_another_gateway_are_seen_at_once() {
+    let c = ClusterSpec::new().gateways(2).start();
+    let (a, b) = (|rel: &str| c.path_at(0, rel), |rel: &str| c.path_at(1, rel));
+    std::fs::create_dir(a("d")).unwrap();
+    std::fs::write(a("d/f"), b"first version").unwrap();
+    std::fs::write(a("g"), b"to be removed").unwrap();
+
+    // Gateway 0's kernel holds the entry, the attributes and the pages ...
+    stat_and_read(&c, &a("d/f"), b"first version", 2);
+    assert!(stat_and_read(&c, &a("d/f"), b"first version", 5) <= 4.0, "gateway 0 is not caching");
+    std::fs::metadata(a("g")).unwrap();
+
+    // ... and sees what gateway 1 changes, the moment it is acknowledged.
+    let f = std::fs::OpenOptions::new().write(true).open(b("d/f")).unwrap();
+    f.write_all_at(b"SECOND", 0).unwrap();
+    assert_eq!(std::fs::read(a("d/f")).unwrap(), b"SECONDversion", "same size, new bytes");
+    std::fs::set_permissions(b("d/f"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert_eq!(std::fs::metadata(a("d/f")).unwrap().permissions().mode() & 0o777, 0o600);
+    f.set_len(6).unwrap();
+    assert_eq!(std::fs::read(a("d/f")).unwrap(), b"SECOND");
+    drop(f);
+
+    std::fs::remove_file(b("g")).unwrap();
+    common::assert_errno(std::fs::metadata(a("g")), libc::ENOENT);
+    std::fs::write(b("g"), b"new file, same name").unwrap();
+    assert_eq!(std::fs::read(a("g")).unwrap(), b"new file, same name");
+
+    // A directory renamed away under cached entries: found under its new name.
+    std::fs::rename(b("d"), b("e")).unwrap();
+    common::assert_errno(std::fs::metadata(a("d/f")), libc::ENOENT);
+    assert_eq!(std::fs::read(a("e/f")).unwrap(), b"SECOND");
+    std::fs::write(b("e/f"), b"third").unwrap();
+    assert_eq!(std::fs::read(a("e/f")).unwrap(), b"third");
+    std::fs::hard_link(b("e/f"), b("h")).unwrap();
+    assert_eq!(std::fs::metadata(a("e/f")).unwrap().nlink(), 2);
+    assert!(storage_sum(&c, "imca_storage_callbacks_total", "outcome=\"acked\"") > 0.0, "no callback was acknowledged");
+}
+
+#[test]
+fn a_frozen_gateway_holds_a_writer_up_for_at_most_its_lease() {
+    let c = ClusterSpec::new().gateways(2).storage_arg("--kernel-lease=1").start();
+    let (a, b) = (c.path_at(0, "f"), c.path_at(1, "f"));
+    std::fs::write(&a, b"before").unwrap();
+    stat_and_read(&c, &a, b"before", 3);
+
+    // Gateway 0 cannot answer its callbacks: gateway 1's write waits for its
+    // lease to run out, then goes on (an op times out after 10 s: it would fail).
+    c.gateways[0].daemon.signal(libc::SIGSTOP);
+    let started = std::time::Instant::now();
+    let written = std::fs::write(&b, b"after!");
+    let waited = started.elapsed();
+    c.gateways[0].daemon.signal(libc::SIGCONT);
+    written.unwrap();
+    assert!(storage_sum(&c, "imca_storage_callbacks_total", "outcome=\"expired\"") >= 1.0, "the writer did not wait for the lease (took {waited:?})");
+    // Its kernel stopped trusting what it cached when its lease ran out.
+    assert_eq!(std::fs::read(&a).unwrap(), b"after!");
+}

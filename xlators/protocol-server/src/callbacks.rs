@@ -1,0 +1,264 @@
+//! Kernel-cache leases and invalidation callbacks, on one storage server.
+//!
+//! ```text
+//!  gateway H: Poll{h, acked} ──> poll(): renew h's lease (only if h acked all it was sent),
+//!                                        drop what h acked, answer h's queue (or wait ≤ hold)
+//!  gateway G: [session g] write ──> translator below ──> invalidate(g, items):
+//!                                        queue items for every other live session,
+//!                                        wait until each acked them or its lease ran out
+//!                                   ──> reply to G
+//! ```
+//!
+//! A gateway may let its kernel cache attributes, entries and pages only
+//! while it holds a lease, counted from when it *sent* its last renewing
+//! poll; the server counts the same lease from when it *received* that poll,
+//! so a gateway's lease always ends first. A mutation is acknowledged only
+//! after every other live gateway confirmed it dropped what the mutation
+//! changes, or after its lease ended (a frozen or partitioned gateway's kernel
+//! has stopped using what it cached by then): the promise "after a mutation
+//! is acknowledged, every gateway sees it" holds with kernel caching on.
+//!
+//! A poll renews the lease only if it acknowledges everything already sent
+//! to that session, so a gateway that polls but never applies its
+//! invalidations cannot hold writers up for more than one lease. Everything
+//! is bounded: sessions ([`MAX_SESSIONS`], expired ones are forgotten first),
+//! each session's queue ([`MAX_QUEUE`], past it the queue collapses into one
+//! `All`), and each answer ([`MAX_BATCH`]).
+
+use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{watch, Notify};
+use tokio::time::Instant;
+use wire::{Invalidation, Reply, NO_SESSION};
+use xlator::{FsError, FsResult};
+
+/// Sessions (gateways) one server keeps.
+pub const MAX_SESSIONS: usize = 1024;
+/// Invalidations queued for one session before they collapse into `All`.
+pub const MAX_QUEUE: usize = 4096;
+/// Invalidations in one poll answer.
+pub const MAX_BATCH: usize = 256;
+/// The lease when none is configured.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(1);
+
+struct Session {
+    /// when the last renewing poll arrived
+    renewed: Instant,
+    /// queued, not yet acknowledged: (seq, item)
+    queue: VecDeque<(u64, Invalidation)>,
+    /// seq of the last item queued
+    last_seq: u64,
+    /// highest seq sent in an answer
+    delivered: u64,
+    /// highest seq acknowledged (waiters watch it)
+    acked: watch::Sender<u64>,
+    /// a held poll waits on this
+    wake: Arc<Notify>,
+}
+
+impl Session {
+    fn new(now: Instant) -> Session {
+        Session {
+            renewed: now,
+            queue: VecDeque::new(),
+            last_seq: 0,
+            delivered: 0,
+            acked: watch::Sender::new(0),
+            wake: Arc::new(Notify::new()),
+        }
+    }
+
+    fn push(&mut self, items: &[Invalidation]) -> u64 {
+        if self.queue.len() + items.len() > MAX_QUEUE {
+            // The gateway drops everything it has: one item says so.
+            self.queue.clear();
+            self.last_seq += 1;
+            self.queue.push_back((self.last_seq, Invalidation::All));
+        } else {
+            for i in items {
+                self.last_seq += 1;
+                self.queue.push_back((self.last_seq, i.clone()));
+            }
+        }
+        self.wake.notify_one();
+        self.last_seq
+    }
+
+    fn ack(&mut self, acked: u64) {
+        let acked = acked.min(self.delivered);
+        if acked > *self.acked.borrow() {
+            while self.queue.front().is_some_and(|(s, _)| *s <= acked) {
+                self.queue.pop_front();
+            }
+            self.acked.send_replace(acked);
+        }
+    }
+
+    /// The next answer: everything not yet acknowledged, up to a batch.
+    fn answer(&mut self, lease: Duration, fresh: bool) -> Reply {
+        let items: Vec<Invalidation> = self.queue.iter().take(MAX_BATCH).map(|(_, i)| i.clone()).collect();
+        let seq = self.queue.iter().take(MAX_BATCH).last().map_or(*self.acked.borrow(), |(s, _)| *s);
+        self.delivered = self.delivered.max(seq);
+        Reply::Callbacks { lease_ms: lease.as_millis() as u32, seq, fresh, items }
+    }
+}
+
+struct Metrics {
+    /// `imca_storage_callbacks_total{outcome}`: acked | expired (the
+    /// gateway's lease ran out first)
+    waits: IntCounterVec,
+    /// `imca_storage_callback_wait_seconds`: how long a mutation waited
+    wait: Histogram,
+    /// `imca_storage_kernel_cache_sessions`: gateways with a live lease
+    sessions: IntGauge,
+}
+
+impl Metrics {
+    fn register(registry: &Registry) -> Metrics {
+        let waits = IntCounterVec::new(
+            Opts::new("imca_storage_callbacks_total", "Invalidation callbacks to gateways, by how the wait ended"),
+            &["outcome"],
+        )
+        .expect("valid metric");
+        let wait = Histogram::with_opts(
+            HistogramOpts::new("imca_storage_callback_wait_seconds", "Time a mutation waited for other gateways' callbacks")
+                .buckets(prometheus::exponential_buckets(10e-6, 2.0, 20).expect("valid buckets")),
+        )
+        .expect("valid metric");
+        let sessions = IntGauge::new("imca_storage_kernel_cache_sessions", "Gateway sessions known to this server").expect("valid metric");
+        let _ = registry.register(Box::new(waits.clone()));
+        let _ = registry.register(Box::new(wait.clone()));
+        let _ = registry.register(Box::new(sessions.clone()));
+        Metrics { waits, wait, sessions }
+    }
+}
+
+/// The lease table of one storage server.
+pub struct Callbacks {
+    lease: Duration,
+    /// how long a poll waits for something to answer
+    hold: Duration,
+    sessions: Mutex<HashMap<u64, Session>>,
+    metrics: Metrics,
+}
+
+impl Callbacks {
+    pub fn new(lease: Duration, registry: &Registry) -> Callbacks {
+        let lease = lease.max(Duration::from_millis(10));
+        Callbacks { lease, hold: lease / 4, sessions: Mutex::default(), metrics: Metrics::register(registry) }
+    }
+
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
+    fn live(&self, s: &Session, now: Instant) -> bool {
+        now < s.renewed + self.lease
+    }
+
+    /// Gateway `session` renews its lease and acknowledges up to `acked`;
+    /// answers its invalidations (waiting up to a quarter lease for some).
+    pub async fn poll(&self, session: u64, acked: u64) -> FsResult<Reply> {
+        if session == NO_SESSION {
+            return Err(FsError::EINVAL);
+        }
+        let wake = {
+            let mut t = self.sessions.lock().unwrap();
+            let now = Instant::now();
+            let fresh = !t.contains_key(&session);
+            if fresh {
+                self.make_room(&mut t, now)?;
+                t.insert(session, Session::new(now));
+                self.metrics.sessions.set(t.len() as i64);
+            }
+            let s = t.get_mut(&session).expect("just inserted");
+            // Renewed only by a gateway that applied all it was sent; the
+            // answer grants no lease (0) otherwise.
+            let renewed = fresh || acked >= s.delivered;
+            if !fresh {
+                s.ack(acked);
+                if renewed {
+                    s.renewed = now;
+                }
+            }
+            let lease = if renewed { self.lease } else { Duration::ZERO };
+            if fresh || !s.queue.is_empty() {
+                return Ok(s.answer(lease, fresh));
+            }
+            (s.wake.clone(), lease)
+        };
+        let (wake, lease) = wake;
+        let _ = tokio::time::timeout(self.hold, wake.notified()).await;
+        let mut t = self.sessions.lock().unwrap();
+        match t.get_mut(&session) {
+            Some(s) => Ok(s.answer(lease, false)),
+            None => Err(FsError(libc::EAGAIN)),
+        }
+    }
+
+    /// Forget expired sessions when the table is full; refuse if all live.
+    fn make_room(&self, t: &mut HashMap<u64, Session>, now: Instant) -> FsResult<()> {
+        if t.len() < MAX_SESSIONS {
+            return Ok(());
+        }
+        t.retain(|_, s| self.live(s, now));
+        if t.len() >= MAX_SESSIONS {
+            tracing::warn!(max = MAX_SESSIONS, "kernel-cache sessions full; a gateway gets no lease");
+            return Err(FsError(libc::EAGAIN));
+        }
+        Ok(())
+    }
+
+    /// `items` changed at the request of `from`: every other gateway with a
+    /// live lease drops them from its kernel before this returns (or its
+    /// lease runs out).
+    pub async fn invalidate(&self, from: u64, items: &[Invalidation]) {
+        if items.is_empty() {
+            return;
+        }
+        let waits: Vec<(u64, u64, watch::Receiver<u64>)> = {
+            let mut t = self.sessions.lock().unwrap();
+            let now = Instant::now();
+            t.iter_mut()
+                .filter(|(id, s)| **id != from && self.live(s, now))
+                .map(|(id, s)| {
+                    let target = s.push(items);
+                    (*id, target, s.acked.subscribe())
+                })
+                .collect()
+        };
+        if waits.is_empty() {
+            return;
+        }
+        let started = Instant::now();
+        futures::future::join_all(waits.into_iter().map(|(id, target, rx)| self.wait(id, target, rx))).await;
+        self.metrics.wait.observe(started.elapsed().as_secs_f64());
+    }
+
+    async fn wait(&self, session: u64, target: u64, mut rx: watch::Receiver<u64>) {
+        loop {
+            if *rx.borrow_and_update() >= target {
+                self.metrics.waits.with_label_values(&["acked"]).inc();
+                return;
+            }
+            let deadline = match self.sessions.lock().unwrap().get(&session) {
+                Some(s) => s.renewed + self.lease,
+                None => return,
+            };
+            if Instant::now() >= deadline {
+                self.metrics.waits.with_label_values(&["expired"]).inc();
+                tracing::debug!(session, "a gateway's lease ran out before it acknowledged an invalidation");
+                return;
+            }
+            // A renewal moves the deadline; the loop reads it again.
+            if let Ok(Err(_)) = tokio::time::timeout_at(deadline, rx.changed()).await {
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,140 @@
+//! The lease table on its own: who is waited for, for how long, and what
+//! bounds hold. Time is tokio's paused clock, so leases run out instantly.
+
+use super::*;
+use xlator::FileId;
+
+const LEASE: Duration = Duration::from_secs(1);
+
+fn table() -> Arc<Callbacks> {
+    Arc::new(Callbacks::new(LEASE, &Registry::new()))
+}
+
+fn items(r: Reply) -> (u64, bool, Vec<Invalidation>) {
+    let (lease_ms, seq, fresh, items) = answer(r);
+    assert_eq!(lease_ms, 1000, "renewed");
+    (seq, fresh, items)
+}
+
+fn answer(r: Reply) -> (u32, u64, bool, Vec<Invalidation>) {
+    match r {
+        Reply::Callbacks { seq, fresh, items, lease_ms } => (lease_ms, seq, fresh, items),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn one() -> Vec<Invalidation> {
+    vec![Invalidation::attrs(FileId(7))]
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_session_is_told_it_is_fresh_and_a_quiet_poll_is_held() {
+    let t = table();
+    assert_eq!(items(t.poll(5, 0).await.unwrap()), (0, true, vec![]));
+    let started = Instant::now();
+    assert_eq!(items(t.poll(5, 0).await.unwrap()), (0, false, vec![]));
+    assert_eq!(started.elapsed(), LEASE / 4, "held for a quarter lease");
+    assert_eq!(t.poll(NO_SESSION, 0).await, Err(FsError::EINVAL));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_mutation_waits_until_the_other_gateway_acknowledges() {
+    let t = table();
+    items(t.poll(2, 0).await.unwrap());
+    let (t2, started) = (t.clone(), Instant::now());
+    let writer = tokio::spawn(async move { t2.invalidate(1, &one()).await });
+    // Gateway 2's held poll wakes with the invalidation at once.
+    let (seq, _, got) = items(t.poll(2, 0).await.unwrap());
+    assert_eq!(got, one());
+    assert_eq!(started.elapsed(), Duration::ZERO);
+    tokio::task::yield_now().await;
+    assert!(!writer.is_finished(), "not acknowledged yet");
+    // The next poll acknowledges; the writer goes on.
+    let poll = tokio::spawn({
+        let t = t.clone();
+        async move { t.poll(2, seq).await }
+    });
+    writer.await.unwrap();
+    assert!(started.elapsed() < LEASE, "did not wait for the lease");
+    assert_eq!(items(poll.await.unwrap().unwrap()).2, vec![], "acknowledged items are gone");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_asker_and_expired_gateways_are_not_waited_for() {
+    let t = table();
+    items(t.poll(1, 0).await.unwrap());
+    let started = Instant::now();
+    t.invalidate(1, &one()).await;
+    assert_eq!(started.elapsed(), Duration::ZERO, "its own change: no callback");
+    tokio::time::advance(LEASE).await;
+    let started = Instant::now();
+    t.invalidate(9, &one()).await;
+    assert_eq!(started.elapsed(), Duration::ZERO, "session 1's lease has run out");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_frozen_gateway_holds_a_writer_for_at_most_its_lease() {
+    let t = table();
+    items(t.poll(2, 0).await.unwrap());
+    tokio::time::advance(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    t.invalidate(1, &one()).await;
+    assert_eq!(started.elapsed(), Duration::from_millis(700), "until the lease of its last poll ran out");
+    assert_eq!(t.metrics.waits.with_label_values(&["expired"]).get(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_poll_that_does_not_acknowledge_does_not_renew() {
+    let t = table();
+    items(t.poll(2, 0).await.unwrap());
+    let t2 = t.clone();
+    let started = Instant::now();
+    let writer = tokio::spawn(async move { t2.invalidate(1, &one()).await });
+    let (seq, _, _) = items(t.poll(2, 0).await.unwrap());
+    assert!(seq > 0);
+    // Polling on without acknowledging: redelivered, never renewed.
+    for _ in 0..3 {
+        let (lease_ms, _, _, again) = answer(t.poll(2, 0).await.unwrap());
+        assert_eq!((lease_ms, again), (0, one()), "no lease granted");
+        tokio::time::advance(Duration::from_millis(200)).await;
+    }
+    writer.await.unwrap();
+    assert!(started.elapsed() <= LEASE, "{:?}", started.elapsed());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_full_queue_collapses_into_all() {
+    let t = table();
+    items(t.poll(2, 0).await.unwrap());
+    let many: Vec<Invalidation> = (0..MAX_QUEUE as u128 + 1).map(|i| Invalidation::attrs(FileId(i + 2))).collect();
+    let t2 = t.clone();
+    let writer = tokio::spawn(async move { t2.invalidate(1, &many).await });
+    tokio::task::yield_now().await;
+    let (seq, _, got) = items(t.poll(2, 0).await.unwrap());
+    assert_eq!(got, vec![Invalidation::All]);
+    let _ = tokio::spawn({
+        let t = t.clone();
+        async move { t.poll(2, seq).await }
+    });
+    writer.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn answers_are_batched() {
+    let t = table();
+    items(t.poll(2, 0).await.unwrap());
+    let many: Vec<Invalidation> = (0..MAX_BATCH as u128 + 10).map(|i| Invalidation::attrs(FileId(i + 2))).collect();
+    let t2 = t.clone();
+    let writer = tokio::spawn(async move { t2.invalidate(1, &many).await });
+    tokio::task::yield_now().await;
+    let (seq, _, first) = items(t.poll(2, 0).await.unwrap());
+    assert_eq!(first.len(), MAX_BATCH);
+    let (seq2, _, rest) = items(t.poll(2, seq).await.unwrap());
+    assert_eq!(rest.len(), 10);
+    assert!(!writer.is_finished());
+    let _ = tokio::spawn({
+        let t = t.clone();
+        async move { t.poll(2, seq2).await }
+    });
+    writer.await.unwrap();
+}
