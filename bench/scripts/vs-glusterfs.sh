@@ -6,7 +6,7 @@
 # Rows: local dir, bindfs passthrough of it, GlusterFS 10.3 (Debian defaults, distribute volume,
 # 2 bricks on loopback, FUSE mount), `imca up --no-cache` (2 storage servers, no cache nodes),
 # `imca up` (2 storage servers + 2 `imca cache-node`s, CACHE_MB each) and, with KC=1 (default),
-# `imca mount --kernel-cache` alone on 2 more storage servers (the single-gateway mode).
+# `imca up --no-cache --kernel-cache off` (the gateway that caches nothing in the kernel).
 #
 # usage (root, from the repository root):
 #   cargo build --release -p imca
@@ -15,7 +15,7 @@
 #        W (work dir, /var/tmp/gb; deleted at the end), PEER (the peer script),
 #        QUIET_MAX (s the peer script waits for an idle machine before each row, 90),
 #        RESULTS (the peer's tab-separated rows, /tmp/vs-glusterfs.results; kept),
-#        KC (1: add the --kernel-cache row), REVERSE (1: measure the rows in reverse order, to
+#        KC (1: add the --kernel-cache off row), REVERSE (1: measure the rows in reverse order, to
 #        see whether load that drifts during the run favoured the rows measured late)
 # Everything this starts is stopped on exit: both `imca up` by SIGINT (they unmount first),
 # gluster via `PEER teardown` with PURGE=1 (volume and bricks deleted).
@@ -28,13 +28,10 @@ export RESULTS=${RESULTS:-/tmp/vs-glusterfs.results} STATE=${STATE:-/tmp/vs-glus
 # keep all of the peer's directories on the same disk as the IMCa exports
 export GFS_ROOT=$W/gfs GFS_MNT=$W/gfs-mnt LOCAL_DIR=$W/local BINDFS_MNT=$W/bindfs-mnt
 CACHE_MB=${CACHE_MB:-1024}
-UP_PIDS=() KC_PIDS=()
+UP_PIDS=()
 
 cleanup() {
     set +e
-    if [ ${#KC_PIDS[@]} -gt 0 ]; then   # the --kernel-cache gateway first, then its storage servers
-        kill -INT "${KC_PIDS[-1]}"; wait "${KC_PIDS[-1]}"; kill "${KC_PIDS[@]}" 2>/dev/null; wait "${KC_PIDS[@]}"
-    fi
     for p in "${UP_PIDS[@]}"; do kill -INT "$p" 2>/dev/null; done   # imca up unmounts, then stops its children
     for p in "${UP_PIDS[@]}"; do
         for _ in $(seq 300); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
@@ -66,22 +63,9 @@ up "$W/imca" "$W/imca-mnt" --cache-mb "$CACHE_MB"
 up "$W/imcanc" "$W/imcanc-mnt" --no-cache
 ROWS=("$LOCAL_DIR=local" "$BINDFS_MNT=bindfs" "$GFS_MNT=glusterfs"
       "$W/imcanc-mnt=imca (no cache)" "$W/imca-mnt=imca + 2 cache nodes")
-if [ "${KC:-1}" = 1 ]; then   # imca up has no --kernel-cache: 2 storage servers + 1 gateway by hand
-    ready() { for _ in $(seq 1200); do [ -f "$1" ] && return 0; sleep 0.1; done; echo "no $1" >&2; exit 1; }
-    mkdir -p "$W/imcakc/s0" "$W/imcakc/s1" "$W/imcakc-mnt"
-    "$BIN" secret new "$W/imcakc/volume.secret" >/dev/null
-    export IMCA_SECRET_FILE="$W/imcakc/volume.secret"   # read by both storage and mount
-    for i in 0 1; do
-        "$BIN" storage --export "$W/imcakc/s$i" --listen 127.0.0.1:0 --ready-file "$W/imcakc/s$i.ready" \
-            2>"$W/imcakc/s$i.log" & KC_PIDS+=($!)
-    done
-    ready "$W/imcakc/s0.ready"; ready "$W/imcakc/s1.ready"
-    SS=$(python3 -c 'import json,sys;print(",".join(json.load(open(f))["addr"] for f in sys.argv[1:]))' \
-         "$W/imcakc/s0.ready" "$W/imcakc/s1.ready")
-    "$BIN" mount --kernel-cache --storage-servers "$SS" --ready-file "$W/imcakc/g.ready" "$W/imcakc-mnt" \
-        2>"$W/imcakc/g.log" & KC_PIDS+=($!)
-    ready "$W/imcakc/g.ready"
-    ROWS+=("$W/imcakc-mnt=imca --kernel-cache (no cache nodes)")
+if [ "${KC:-1}" = 1 ]; then
+    up "$W/imcakc" "$W/imcakc-mnt" --no-cache --kernel-cache off
+    ROWS+=("$W/imcakc-mnt=imca --kernel-cache off (no cache nodes)")
 fi
 if [ "${REVERSE:-0}" = 1 ]; then
     for ((i = ${#ROWS[@]} - 1; i >= 0; i--)); do R+=("${ROWS[i]}"); done; ROWS=("${R[@]}")

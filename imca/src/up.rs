@@ -72,6 +72,11 @@ pub struct Args {
     /// `--cache-auth-file` to the storage servers and the gateway.
     #[arg(long)]
     pub cache_auth: bool,
+    /// Passed to the gateway: `on` (default) lets its kernel cache entries,
+    /// attributes and pages under the servers' leases; `off` caches nothing
+    /// in the kernel (every request reaches the gateway).
+    #[arg(long, value_name = "on|off", default_value = "on")]
+    pub kernel_cache: gateway::fuse::KernelCacheMode,
 }
 
 /// The volume secret's file in the data dir (kept across runs: the
@@ -243,6 +248,9 @@ async fn up(args: Args) -> anyhow::Result<()> {
         cmd.arg("--storage-servers").arg(storage_addrs.join(","));
         credentials(&mut cmd);
         cmd.args(["--transport", &args.transport.to_string()]);
+        if args.kernel_cache == gateway::fuse::KernelCacheMode::Off {
+            cmd.arg("--kernel-cache=off");
+        }
         if !cache_addrs.is_empty() {
             cmd.arg("--cache-nodes").arg(cache_addrs.join(","));
         }

@@ -110,3 +110,27 @@ fn a_frozen_gateway_holds_a_writer_up_for_at_most_its_lease() {
     // Its kernel stopped trusting what it cached when its lease ran out.
     assert_eq!(std::fs::read(&a).unwrap(), b"after!");
 }
+
+#[test]
+fn a_listing_brings_the_attributes_along() {
+    let c = ClusterSpec::new().gateways(2).start();
+    std::fs::create_dir(c.path_at(0, "many")).unwrap();
+    let sizes: Vec<usize> = (0..300).map(|i| if i == 7 { 300_000 } else { i * 10 }).collect();
+    for (i, n) in sizes.iter().enumerate() {
+        std::fs::write(c.path_at(0, &format!("many/f{i:03}")), vec![1u8; *n]).unwrap();
+    }
+    // Gateway 1 has seen none of them: `ls -l` = a listing, then a stat of
+    // each name; the listing's attributes answer the stats.
+    let ops = |g| -> f64 { ["lookup", "getattr"].iter().map(|op| gateway_ops(&c, g, op)).sum() };
+    let before = ops(1);
+    let mut seen = Vec::new();
+    for e in std::fs::read_dir(c.path_at(1, "many")).unwrap() {
+        let e = e.unwrap();
+        let i: usize = e.file_name().to_str().unwrap()[1..].parse().unwrap();
+        seen.push((i, std::fs::symlink_metadata(e.path()).unwrap().len() as usize));
+    }
+    let asked = ops(1) - before;
+    seen.sort();
+    assert_eq!(seen, sizes.iter().copied().enumerate().collect::<Vec<_>>(), "names and sizes (one striped over both servers)");
+    assert!(asked <= 30.0, "{asked} lookups and getattrs for 300 stats after a listing");
+}

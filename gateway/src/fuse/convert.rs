@@ -83,6 +83,29 @@ pub fn attr(a: &Attr) -> FileAttr {
     }
 }
 
+/// Attributes for "." and ".." in a READDIRPLUS reply: the kernel reads
+/// neither (it takes no reference on them), so only the type matters.
+pub fn dir_placeholder(ino: INodeNo) -> FileAttr {
+    let t = std::time::UNIX_EPOCH;
+    FileAttr {
+        ino,
+        size: 0,
+        blocks: 0,
+        atime: t,
+        mtime: t,
+        ctime: t,
+        crtime: t,
+        kind: FileType::Directory,
+        perm: 0o755,
+        nlink: 2,
+        uid: 0,
+        gid: 0,
+        rdev: 0,
+        blksize: BLKSIZE,
+        flags: 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,7 @@
 use super::answer::{answer, finish, Answer};
 use super::convert;
 use super::dirs::{DirStreams, AFTER_DOT, AFTER_DOTDOT};
+use super::listing::{self, Item};
 use super::inodes::Inodes;
 use super::kernel_cache::KernelCache;
 use bytes::Bytes;
@@ -15,11 +16,8 @@ use std::ffi::OsStr;
 use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 use xlator::{Attr, FileId, FsError, FsResult, Loc, NewFile, Next, Owner, SetAttr, TimeSet, XattrFlags};
-
-/// Directory entries asked of the pipeline per call.
-const READDIR_BATCH: u32 = 256;
 
 /// FUSE requests up to this size (read and write).
 pub const MAX_REQUEST: u32 = 1 << 20;
@@ -112,7 +110,13 @@ impl Filesystem for GatewayFs {
         // Cached pages are checked against size/mtime whenever the
         // attributes are fetched again: with TTL 0 on every read; with
         // leases when one ran out (callbacks drop them otherwise).
-        let wanted = InitFlags::FUSE_PARALLEL_DIROPS | InitFlags::FUSE_AUTO_INVAL_DATA;
+        let mut wanted = InitFlags::FUSE_PARALLEL_DIROPS | InitFlags::FUSE_AUTO_INVAL_DATA;
+        if self.kc.keep_cache() {
+            // Listings bring the attributes along when the kernel sees them
+            // used (`ls -l`, a scan that stats each file): they are cached
+            // as a LOOKUP's would be.
+            wanted |= InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO;
+        }
         for flag in wanted.iter() {
             if config.add_capabilities(flag).is_err() {
                 tracing::info!(?flag, "kernel lacks FUSE capability");
@@ -341,32 +345,51 @@ impl Filesystem for GatewayFs {
         // rather than through `answer`.
         self.rt.spawn(async move {
             let r = async {
-                let loc = loc?;
-                let stream = stream.ok_or(FsError::EBADF)?;
+                let (loc, stream) = (loc?, stream.ok_or(FsError::EBADF)?);
                 let mut stream = stream.lock().await;
-                if offset == 0 && reply.add(ino, AFTER_DOT, FileType::Directory, ".") {
-                    return Ok(());
-                }
-                if offset <= AFTER_DOT && reply.add(INodeNo(1), AFTER_DOTDOT, FileType::Directory, "..") {
-                    return Ok(());
-                }
-                let start = offset.max(AFTER_DOTDOT);
-                let mut cookie = stream.cookie_at(start).ok_or(FsError::EINVAL)?;
-                // index of the next real entry
-                let mut k = start - AFTER_DOTDOT;
-                // Fill the kernel's buffer (glibc asks for 32 KiB at a time),
-                // fetching batches until it is full or the listing ends.
-                'fill: loop {
-                    let entries = xl.readdir(&loc, cookie, READDIR_BATCH, false).await?;
-                    let Some(last) = entries.last() else { break };
-                    cookie = last.next;
-                    for e in &entries {
-                        let off = stream.record(k, e.next);
-                        if reply.add(INodeNo(e.fid.ino()), off, convert::kind(e.kind), &e.name) {
-                            break 'fill;
+                listing::fill(&xl, &loc, &mut stream, offset, false, |item| match item {
+                    Item::Dot => reply.add(ino, AFTER_DOT, FileType::Directory, "."),
+                    Item::DotDot => reply.add(INodeNo(1), AFTER_DOTDOT, FileType::Directory, ".."),
+                    Item::Entry(e, off) => reply.add(INodeNo(e.fid.ino()), off, convert::kind(e.kind), &e.name),
+                })
+                .await
+            };
+            let result = r.await;
+            finish(reply, result, |r, ()| r.ok());
+        });
+    }
+
+    fn readdirplus(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
+        let (xl, loc, stream) = (self.xl.clone(), self.inodes.loc(ino.0), self.dirs.get(fh.0));
+        let (inodes, kc, t) = (self.inodes.clone(), self.kc.clone(), self.kc.ticket());
+        self.rt.spawn(async move {
+            let r = async {
+                let (loc, stream) = (loc?, stream.ok_or(FsError::EBADF)?);
+                let mut stream = stream.lock().await;
+                // The kernel skips the attributes of "." and ".." (it takes
+                // no reference on them): any will do.
+                let dot = convert::dir_placeholder(ino);
+                let gen = Generation(0);
+                let mut missing = false;
+                listing::fill(&xl, &loc, &mut stream, offset, true, |item| match item {
+                    Item::Dot => reply.add(ino, AFTER_DOT, ".", &Duration::ZERO, &dot, gen),
+                    Item::DotDot => reply.add(INodeNo(1), AFTER_DOTDOT, "..", &Duration::ZERO, &dot, gen),
+                    Item::Entry(e, off) => {
+                        let Some(a) = &e.attr else {
+                            missing = true;
+                            return true;
+                        };
+                        let full = reply.add(INodeNo(e.fid.ino()), off, &e.name, &kc.ttl(t), &convert::attr(a), gen);
+                        if !full {
+                            // The kernel now holds a lookup reference on it.
+                            inodes.remember(&loc, &e.name, e.fid);
                         }
-                        k += 1;
+                        full
                     }
+                })
+                .await?;
+                if missing {
+                    tracing::warn!(dir = %loc.path, "a listing with attributes came back without some; cut short");
                 }
                 Ok::<_, FsError>(())
             };

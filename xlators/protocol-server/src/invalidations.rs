@@ -35,14 +35,22 @@ pub fn mutates(req: &Request) -> bool {
 pub fn of(req: &Request, reply: &Reply) -> Vec<Invalidation> {
     let mut out = Vec::new();
     let attrs = |out: &mut Vec<Invalidation>, loc: &Loc| out.extend(loc.fid.map(Invalidation::attrs));
-    // A new or removed name: the entry, and the directory's own attributes
-    // (mtime, nlink, size).
-    let entry = |out: &mut Vec<Invalidation>, parent: &Loc, name: &str| {
+    // A name that went away (or now names another file): the kernel's entry
+    // for it, and the directory's attributes (mtime, nlink, size).
+    let gone = |out: &mut Vec<Invalidation>, parent: &Loc, name: &str| {
         if let Some(p) = parent.fid {
             out.push(Invalidation::entry(p, name));
             out.push(Invalidation::attrs(p));
         }
     };
+    // A new name: only the directory's attributes. A kernel never holds a
+    // name that did not exist (a failed lookup is not cached: FUSE keeps a
+    // negative entry only when told to, and the gateway never does), and an
+    // entry callback takes the directory's lock in the other kernel, which
+    // that kernel holds while its own create in the same directory waits
+    // on a server: two gateways creating in one directory would hold each
+    // other up for a lease.
+    let new_name = |out: &mut Vec<Invalidation>, parent: &Loc| attrs(out, parent);
     let fid_attrs = |out: &mut Vec<Invalidation>, fid: FileId| out.push(Invalidation::attrs(fid));
     match (req, reply) {
         (Request::Setattr { loc, set }, _) => match (set.size, loc.fid) {
@@ -55,26 +63,27 @@ pub fn of(req: &Request, reply: &Reply) -> Vec<Invalidation> {
                 out.push(Invalidation::data(fid, *offset, u64::from(w.written.max(1))));
             }
         }
-        (Request::Create { parent, new, flags }, Reply::Attr(a)) => {
-            entry(&mut out, parent, &new.name);
+        (Request::Create { parent, flags, .. }, Reply::Attr(a)) => {
+            new_name(&mut out, parent);
             if flags & libc::O_TRUNC != 0 {
                 out.push(Invalidation::data(a.fid, 0, 0));
             }
         }
-        (Request::Mknod { parent, new, .. } | Request::Mkdir { parent, new } | Request::Symlink { parent, new, .. }, _) => {
-            entry(&mut out, parent, &new.name)
+        (Request::Mknod { parent, .. } | Request::Mkdir { parent, .. } | Request::Symlink { parent, .. }, _) => {
+            new_name(&mut out, parent)
         }
-        (Request::Link { loc, newparent, newname }, _) => {
-            entry(&mut out, newparent, newname);
+        (Request::Link { loc, newparent, .. }, _) => {
+            new_name(&mut out, newparent);
             attrs(&mut out, loc);
         }
         (Request::Unlink { parent, name } | Request::Rmdir { parent, name }, Reply::Removed(r)) => {
-            entry(&mut out, parent, name);
+            gone(&mut out, parent, name);
             fid_attrs(&mut out, r.fid);
         }
         (Request::Rename { parent, name, newparent, newname, .. }, Reply::Renamed(r)) => {
-            entry(&mut out, parent, name);
-            entry(&mut out, newparent, newname);
+            gone(&mut out, parent, name);
+            // the target name may have named another file
+            gone(&mut out, newparent, newname);
             fid_attrs(&mut out, r.moved);
             if let Some(x) = &r.replaced {
                 fid_attrs(&mut out, x.fid);
@@ -85,4 +94,44 @@ pub fn of(req: &Request, reply: &Reply) -> Vec<Invalidation> {
     }
     out.dedup();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use xlator::{NewFile, Removed, SetAttr, WriteReply};
+
+    fn at(fid: u128) -> Loc {
+        Loc::new("d", Some(FileId(fid)))
+    }
+
+    #[test]
+    fn what_each_mutation_calls_back() {
+        let write = Request::Write { loc: at(5), offset: 8192, data: Bytes::from_static(&[1; 100]) };
+        let written = Reply::Written(WriteReply { written: 60, attr: None, size_before: None });
+        assert!(mutates(&write));
+        assert_eq!(of(&write, &written), vec![Invalidation::data(FileId(5), 8192, 60)]);
+
+        let truncate = Request::Setattr { loc: at(5), set: SetAttr { size: Some(5000), ..Default::default() } };
+        assert_eq!(of(&truncate, &Reply::Unit), vec![Invalidation::data(FileId(5), 4096, 0)]);
+        let chmod = Request::Setattr { loc: at(5), set: SetAttr { perm: Some(0o600), ..Default::default() } };
+        assert_eq!(of(&chmod, &Reply::Unit), vec![Invalidation::attrs(FileId(5))]);
+
+        // A new name: the directory's attributes only (no entry: see `new_name`).
+        let new = NewFile { name: "x".into(), fid: FileId(9), perm: 0o644, owner: Default::default(), exclusive: true };
+        let mkdir = Request::Mkdir { parent: at(2), new };
+        assert_eq!(of(&mkdir, &Reply::Unit), vec![Invalidation::attrs(FileId(2))]);
+
+        let unlink = Request::Unlink { parent: at(2), name: "x".into() };
+        let removed = Reply::Removed(Removed { fid: FileId(9), remaining: None });
+        assert_eq!(
+            of(&unlink, &removed),
+            vec![Invalidation::entry(FileId(2), "x"), Invalidation::attrs(FileId(2)), Invalidation::attrs(FileId(9))]
+        );
+
+        let read = Request::Read { loc: at(5), offset: 0, size: 10 };
+        assert!(!mutates(&read));
+        assert_eq!(of(&read, &Reply::Data(Bytes::new())), vec![]);
+    }
 }

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# What coherent kernel caching buys (issue 12), in ONE run: the issue's table
+# (N files of 1 KiB: stat first pass / second pass, open+read+close, warm
+# 1-byte pread) for
+#   local          a directory on the same disk (the kernel ceiling)
+#   bindfs         Debian's FUSE passthrough of it (the FUSE ceiling)
+#   imca           `imca up --no-cache` (2 storage servers, kernel cache on: the default)
+#   imca+bank      `imca up` (2 storage servers + 2 cache nodes, kernel cache on)
+#   imca-off       `imca up --no-cache --kernel-cache off` (the old TTL-0 gateway)
+#   imca-off+bank  `imca up --kernel-cache off` (2 cache nodes)
+# and what the coherence costs a writer: 4 KiB overwrites of one file (pwrite, µs each)
+# through the gateway alone, then with a second gateway mounted that holds the
+# file in its kernel (every write is called back to it before it is acknowledged).
+# "first pass" stats run after a 2 s pause, when every lease and TTL has run out.
+#
+# usage (root; bindfs, python3): cargo build --release -p imca
+#        bench/scripts/kernel-cache.sh [target/release/imca]
+# knobs: N (files, 2000), PREADS (20000), WRITES (2000), W (work dir, a mktemp under /var/tmp)
+set -euo pipefail
+BIN=$(realpath "${1:-target/release/imca}")
+export N=${N:-2000} PREADS=${PREADS:-20000} WRITES=${WRITES:-2000}
+W=${W:-$(mktemp -d /var/tmp/imca-kc.XXXXXX)}
+UP="" G2=""
+cleanup() {
+    set +e
+    [ -n "$G2" ] && { kill -INT "$G2"; wait "$G2"; }
+    [ -n "$UP" ] && { kill -INT "$UP"; wait "$UP"; }
+    fusermount3 -u -z "$W/bindfs" 2>/dev/null
+    rm -rf "$W"
+}
+trap cleanup EXIT
+
+up() { # up NAME [flags]: a fresh cluster mounted at $W/NAME-mnt
+    local name=$1; shift
+    "$BIN" up --dir "$W/$name" --mount "$W/$name-mnt" "$@" >"$W/$name.out" 2>&1 & UP=$!
+    for _ in $(seq 1200); do [ -f "$W/$name/cluster.json" ] && return 0; sleep 0.1; done
+    cat "$W/$name.out" >&2; echo "imca up $name did not come up" >&2; exit 1
+}
+down() { kill -INT "$UP"; wait "$UP" || true; UP=""; }
+
+measure() { # measure DIR LABEL: one JSON line
+    python3 - "$1" "$2" <<'PY'
+import json, os, sys, time
+d, label = sys.argv[1], sys.argv[2]
+n, preads = int(os.environ["N"]), int(os.environ["PREADS"])
+os.makedirs(os.path.join(d, "kc"), exist_ok=True)
+files = [os.path.join(d, "kc", f"f{i:05d}") for i in range(n)]
+for f in files:
+    with open(f, "wb") as h:
+        h.write(os.urandom(1024))
+def rate(fn):
+    t = time.perf_counter(); fn(); return round(n / (time.perf_counter() - t))
+def stat_all():
+    for f in files: os.stat(f)
+def read_all():
+    for f in files:
+        fd = os.open(f, os.O_RDONLY); os.read(fd, 4096); os.close(fd)
+time.sleep(2)   # every lease and TTL has run out: a first pass
+s1 = rate(stat_all); s2 = rate(stat_all); orc = rate(read_all)
+fd = os.open(files[0], os.O_RDONLY); os.pread(fd, 1, 0)
+t = time.perf_counter()
+for _ in range(preads): os.pread(fd, 1, 0)
+pr = (time.perf_counter() - t) / preads * 1e6
+os.close(fd)
+print(json.dumps({"target": label, "stat_per_s": [s1, s2], "open_read_close_per_s": orc, "pread_1B_us": round(pr, 2)}))
+PY
+}
+
+writes() { # writes FILE LABEL: µs per 4 KiB pwrite (64 offsets in turn)
+    python3 - "$1" "$2" <<'PY'
+import json, os, sys, time
+f, label, n = sys.argv[1], sys.argv[2], int(os.environ["WRITES"])
+fd = os.open(f, os.O_WRONLY | os.O_CREAT, 0o644)
+buf = os.urandom(4096)
+os.pwrite(fd, buf, 0)
+t = time.perf_counter()
+for i in range(n): os.pwrite(fd, buf, (i % 64) * 4096)
+us = (time.perf_counter() - t) / n * 1e6
+os.close(fd)
+print(json.dumps({"target": label, "pwrite_4k_us": round(us, 1)}))
+PY
+}
+
+echo "# $(git rev-parse --short HEAD 2>/dev/null) $(date -u +%FT%TZ) N=$N PREADS=$PREADS WRITES=$WRITES; $(bindfs --version | head -1); $(uname -r); load $(cut -d' ' -f1-3 /proc/loadavg)"
+mkdir -p "$W/local" "$W/bindfs"
+measure "$W/local" local
+bindfs "$W/local" "$W/bindfs"
+measure "$W/bindfs" bindfs
+fusermount3 -u "$W/bindfs"
+
+up imca --no-cache;                          measure "$W/imca-mnt" imca;                 down
+up imcab;                                    measure "$W/imcab-mnt" imca+bank;           down
+up imcaoff --no-cache --kernel-cache off;    measure "$W/imcaoff-mnt" imca-off;          down
+up imcaoffb --kernel-cache off;              measure "$W/imcaoffb-mnt" imca-off+bank;    down
+
+# The writer's cost of coherence: alone, then with a second gateway holding the file.
+up imcaw --no-cache
+writes "$W/imcaw-mnt/w" "writer alone"
+SS=$(python3 -c 'import json,sys; print(",".join(json.load(open(sys.argv[1]))["storage_servers"]))' "$W/imcaw/cluster.json")
+mkdir -p "$W/g2-mnt"
+"$BIN" mount --storage-servers "$SS" --secret-file "$W/imcaw/volume.secret" --ready-file "$W/g2.ready" "$W/g2-mnt" 2>"$W/g2.log" & G2=$!
+for _ in $(seq 600); do [ -f "$W/g2.ready" ] && break; sleep 0.1; done
+cat "$W/g2-mnt/w" >/dev/null; stat "$W/g2-mnt/w" >/dev/null   # gateway 2's kernel holds it
+writes "$W/imcaw-mnt/w" "writer, 2nd gateway holding the file"
+kill -INT "$G2"; wait "$G2" || true; G2=""
+down
