@@ -99,7 +99,7 @@ impl Session {
     /// The next answer: everything not yet acknowledged, up to a batch.
     fn answer(&mut self, lease: Duration, fresh: bool) -> Reply {
         let items: Vec<Invalidation> = self.queue.iter().take(MAX_BATCH).map(|(_, i)| i.clone()).collect();
-        let seq = self.queue.iter().take(MAX_BATCH).last().map_or(*self.acked.borrow(), |(s, _)| *s);
+        let seq = self.queue.get(items.len().wrapping_sub(1)).map_or(*self.acked.borrow(), |(s, _)| *s);
         self.delivered = self.delivered.max(seq);
         Reply::Callbacks { lease_ms: lease.as_millis() as u32, seq, fresh, items }
     }

@@ -112,11 +112,12 @@ async fn a_full_queue_collapses_into_all() {
     tokio::task::yield_now().await;
     let (seq, _, got) = items(t.poll(2, 0).await.unwrap());
     assert_eq!(got, vec![Invalidation::All]);
-    let _ = tokio::spawn({
+    let ack = tokio::spawn({
         let t = t.clone();
         async move { t.poll(2, seq).await }
     });
     writer.await.unwrap();
+    ack.await.unwrap().unwrap();
 }
 
 #[tokio::test(start_paused = true)]
@@ -132,9 +133,10 @@ async fn answers_are_batched() {
     let (seq2, _, rest) = items(t.poll(2, seq).await.unwrap());
     assert_eq!(rest.len(), 10);
     assert!(!writer.is_finished());
-    let _ = tokio::spawn({
+    let ack = tokio::spawn({
         let t = t.clone();
         async move { t.poll(2, seq2).await }
     });
     writer.await.unwrap();
+    ack.await.unwrap().unwrap();
 }
