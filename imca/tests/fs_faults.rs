@@ -63,7 +63,9 @@ fn storage_server_killed_and_restarted() {
 
 #[test]
 fn hung_storage_server_times_out() {
-    let c = ClusterSpec::new().timeout(1.5).start();
+    // Every read must reach the servers (with the kernel's cache on, the
+    // pages this write leaves would answer it without them).
+    let c = ClusterSpec::new().timeout(1.5).kernel_cache(false).start();
     fs::write(c.path("f"), data()).unwrap();
     let f = fs::File::open(c.path("f")).unwrap();
     c.storage[0].signal(libc::SIGSTOP);

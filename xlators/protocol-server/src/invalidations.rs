@@ -28,7 +28,7 @@ pub fn mutates(req: &Request) -> bool {
             | Write { .. }
             | Setxattr { .. }
             | Removexattr { .. }
-    )
+    ) || matches!(req, Open { flags, .. } if flags & libc::O_TRUNC != 0)
 }
 
 /// The invalidations for `req`, applied with the outcome `reply`.
@@ -90,6 +90,8 @@ pub fn of(req: &Request, reply: &Reply) -> Vec<Invalidation> {
             }
         }
         (Request::Setxattr { loc, .. } | Request::Removexattr { loc, .. }, _) => attrs(&mut out, loc),
+        // The kernel truncates by setattr; a raw client may open with O_TRUNC.
+        (Request::Open { loc: Loc { fid: Some(fid), .. }, .. }, _) => out.push(Invalidation::data(*fid, 0, 0)),
         _ => {}
     }
     out.dedup();
