@@ -1,98 +1,97 @@
 //! B2 (latency): for record sizes r = 1 B, 2 B, … up to `--max`: write 1024
 //! records of r bytes sequentially to a fresh file, then (after reopening)
-//! read them back from the start the same way. Reported: mean µs per write
-//! and per read, per r.
+//! read them back from the start the same way. One client, in this process.
+//! Reported: mean, p50, p99 and stddev µs per write and per read, per r.
 
-use crate::util::drop_caches;
-use crate::Common;
-use std::io::{Read, Write};
-use std::time::Instant;
+use crate::config::System;
+use crate::outcome::Outcome;
+use crate::progress::Progress;
+use crate::records;
+use crate::stats::latency_us;
+use crate::util::maybe_drop;
+use crate::{Common, Sweep};
 
-#[derive(clap::Args, Debug)]
+pub const ABOUT: &str = "B2 (latency), the dissertation's single-client latency benchmark.
+
+For each record size r = 1 B, 2 B, 4 B, … 64 KiB (--quick: 1 B, 4 B, … 4 KiB):
+write 1024 records of r bytes sequentially to a fresh file in
+DIR/imca-bench-b2 (--quick: 256), then read them back from the start the
+same way; every record read is checked. Reported per r: mean, p50, p99 and
+stddev µs per write and per read. Figure: latency vs record size; run it
+once per block size (`imca ctl block-size`) with distinct --label/--out, or
+use `imca bench suite` with one target per block size.
+
+Through FUSE, use --direct so every record reaches the file system (no page
+cache); --cold drops the kernel caches before each read pass (root).
+
+Dissertation: 1-byte reads 59% (256 B blocks), 45% (2 KiB), 31% (8 KiB)
+faster than no cache.";
+
+#[derive(clap::Args, Debug, Clone, Default)]
 pub struct Args {
     #[command(flatten)]
     pub common: Common,
-    /// Largest record size in bytes (64 KiB default; --quick: 8 KiB).
-    #[arg(long)]
-    pub max: Option<usize>,
-    /// Records per size.
-    #[arg(long, default_value_t = 1024)]
-    pub records: usize,
-    /// Read passes per size (the mean over all of them is reported).
+    #[command(flatten)]
+    pub sweep: Sweep,
+    /// Read passes per size (the statistics cover all of them).
     #[arg(long, default_value_t = 1)]
     pub read_passes: usize,
-    /// Open with O_DIRECT, so every record is a request to the file system
-    /// (through FUSE: no page cache, no readahead). Local file systems may
-    /// refuse unaligned O_DIRECT; FUSE mounts accept it.
-    #[arg(long)]
-    pub direct: bool,
 }
 
-fn open(path: &std::path::Path, write: bool, direct: bool) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut o = std::fs::OpenOptions::new();
-    if write {
-        o.write(true).create(true).truncate(true);
-    } else {
-        o.read(true);
+/// The columns of a latency table (B2; B3 adds `clients` in front).
+pub const LATENCY_COLUMNS: [&str; 9] = [
+    "record",
+    "write_mean_us",
+    "write_p50_us",
+    "write_p99_us",
+    "write_stddev_us",
+    "read_mean_us",
+    "read_p50_us",
+    "read_p99_us",
+    "read_stddev_us",
+];
+
+pub fn spec() -> crate::figure::Spec {
+    crate::figure::Spec {
+        title: "B2 latency vs record size".into(),
+        x: "record",
+        x_label: "record size (bytes)",
+        y_label: "mean latency (µs)",
+        log_x: true,
+        ys: vec![("read_mean_us", "read"), ("write_mean_us", "write")],
+        group_by: None,
     }
-    if direct {
-        o.custom_flags(libc::O_DIRECT);
-    }
-    o.open(path)
 }
 
-pub fn run(a: &Args) -> anyhow::Result<String> {
+pub fn run(a: &Args, system: &System) -> anyhow::Result<Outcome> {
     let c = &a.common;
-    let max = a.max.unwrap_or(if c.quick { 8192 } else { 65536 });
+    let (sizes, n) = (a.sweep.sizes(c.quick), a.sweep.records(c.quick));
     let dir = c.dir.join("imca-bench-b2");
     std::fs::create_dir_all(&dir)?;
-    let mut rows = Vec::new();
-    let mut r = 1usize;
-    while r <= max {
+    let mut run = a.sweep.stated(c.quick);
+    run["read_passes"] = a.read_passes.into();
+    run["clients"] = 1.into();
+    let mut o = crate::outcome("B2", "latency", c, system, run);
+    o.columns = LATENCY_COLUMNS.map(String::from).to_vec();
+    let progress = Progress::new("B2", c.quiet);
+    for (step, &r) in sizes.iter().enumerate() {
+        progress.step(step + 1, sizes.len(), &format!("record {r} B"));
         let path = dir.join(format!("r{r}"));
-        let rec = vec![0x5au8; r];
-        let mut f = open(&path, true, a.direct)?;
-        let t = Instant::now();
-        for _ in 0..a.records {
-            f.write_all(&rec)?;
-        }
-        let write_us = t.elapsed().as_secs_f64() * 1e6 / a.records as f64;
-        drop(f);
-        let mut read_us = 0.0;
-        let mut buf = vec![0u8; r];
+        let w = records::write(&path, r, n, a.sweep.direct)?;
+        let mut reads = Vec::new();
         for _ in 0..a.read_passes.max(1) {
-            if c.cold {
-                drop_caches()?;
-            }
-            let mut f = open(&path, false, a.direct)?;
-            let t = Instant::now();
-            for _ in 0..a.records {
-                f.read_exact(&mut buf)?;
-            }
-            read_us += t.elapsed().as_secs_f64() * 1e6 / a.records as f64;
+            maybe_drop(c.cold)?;
+            reads.push(records::read(&path, r, n, a.sweep.direct)?);
         }
-        read_us /= a.read_passes.max(1) as f64;
-        anyhow::ensure!(buf == rec, "read back different bytes at record size {r}");
         std::fs::remove_file(&path)?;
-        rows.push(serde_json::json!({"record": r, "write_us": write_us, "read_us": read_us}));
-        r *= 2;
+        let read_refs: Vec<&[u64]> = reads.iter().map(Vec::as_slice).collect();
+        let mut row = vec![r as f64];
+        row.extend(latency_us(&[&w]));
+        // passes of one client: pool them (one "client"), not one mean each
+        let pooled: Vec<u64> = read_refs.concat();
+        row.extend(latency_us(&[&pooled]));
+        o.rows.push(row);
     }
-    if c.json {
-        return Ok(serde_json::json!({
-            "bench": "B2 latency", "label": c.label, "dir": c.dir, "records": a.records, "cold": c.cold,
-            "direct": a.direct, "rows": rows,
-        })
-        .to_string());
-    }
-    let mut out = format!("B2 latency  {}  records={} cold={}\n  {:>8} {:>12} {:>12}\n", c.label, a.records, c.cold, "record", "write µs", "read µs");
-    for row in &rows {
-        out += &format!(
-            "  {:>8} {:>12.1} {:>12.1}\n",
-            row["record"].as_u64().unwrap_or(0),
-            row["write_us"].as_f64().unwrap_or(0.0),
-            row["read_us"].as_f64().unwrap_or(0.0)
-        );
-    }
-    Ok(out)
+    progress.done();
+    Ok(o)
 }

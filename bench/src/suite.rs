@@ -1,0 +1,295 @@
+//! `imca bench suite`: B1–B5 against every target (any mounted directory),
+//! then one report: `OUT/report.md` with the dissertation's results beside
+//! ours (every ratio against the baseline target, measured in the same
+//! run), one figure per benchmark with a line per target
+//! (`OUT/b1.svg|png` …), and each target's JSON and CSV
+//! (`OUT/<target>/b1.json|csv` …; all of it in `OUT/results.json`).
+
+use crate::config::{System, SystemArgs};
+use crate::dissertation::{self, CLAIMS};
+use crate::outcome::Outcome;
+use crate::{b1, b2, b3, b4, b5, figure, records, Common, Sweep};
+use anyhow::{bail, Context};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+pub const ABOUT: &str = "Every benchmark on every target, and one report.
+
+  imca bench suite --target nocache=/mnt/a,cluster=/run/a/cluster.json \\
+                   --target imca-4nodes=/mnt/b,cluster=/run/b/cluster.json \\
+                   --target local=/var/tmp/x --out results/ [--quick]
+
+A target is NAME=DIR, optionally followed by ,cluster=FILE (the cluster.json
+`imca up` wrote) or ,admin=URL (a gateway's admin API) to read block size,
+nodes, placement and transport from IMCa, and ,block_size=…, ,nodes=…,
+,placement=…, ,transport=… to state them for other mounts (GlusterFS, a
+local directory). The first target is the baseline every ratio is taken
+against (--baseline NAME to choose another): typically IMCa with no cache
+nodes. Targets run one after the other, B1 to B5 each (--only b1,b4 to pick),
+with each benchmark's defaults (--quick: the small sizes). Latency
+benchmarks use O_DIRECT where the target takes unaligned O_DIRECT (FUSE
+mounts do; the report says which).
+
+Writes OUT/report.md (targets, the dissertation's results beside ours, one
+figure and one table per benchmark), OUT/b1.svg … OUT/b5.svg (and .png), and
+OUT/NAME/bN.json|csv per target. Nothing is started or mounted here: bring
+the targets up first (e.g. `imca up --cache-nodes 0|1|2|4`).";
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// NAME=DIR[,cluster=FILE|,admin=URL][,block_size=…][,nodes=…][,placement=…][,transport=…]
+    #[arg(long = "target", required = true, value_name = "NAME=DIR[,…]")]
+    pub targets: Vec<String>,
+    /// Where the report, figures and data go.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Small sizes, for CI and quick looks.
+    #[arg(long)]
+    pub quick: bool,
+    /// Drop the kernel caches before each timed phase (needs root).
+    #[arg(long)]
+    pub cold: bool,
+    /// The target every ratio is against (default: the first).
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
+    /// Run only these benchmarks (e.g. b1,b4).
+    #[arg(long, value_delimiter = ',', value_name = "bN,…")]
+    pub only: Vec<String>,
+    /// Never use O_DIRECT (default: where the target takes it).
+    #[arg(long)]
+    pub no_direct: bool,
+    /// No progress lines on stderr.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// One `--target`.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub name: String,
+    pub dir: PathBuf,
+    pub system: SystemArgs,
+}
+
+pub fn parse_target(s: &str) -> anyhow::Result<Target> {
+    let (name, rest) = s.split_once('=').context("a target is NAME=DIR[,key=value…]")?;
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) || name.starts_with('.') {
+        bail!("target name {name:?}: use letters, digits, '.', '_', '-' (it names a directory of the report)");
+    }
+    let mut parts = rest.split(',');
+    let dir = PathBuf::from(parts.next().unwrap_or_default());
+    if dir.as_os_str().is_empty() {
+        bail!("target {name}: no directory");
+    }
+    let mut system = SystemArgs::default();
+    for kv in parts {
+        let (k, v) = kv.split_once('=').with_context(|| format!("target {name}: {kv:?} is not key=value"))?;
+        match k {
+            "cluster" => system.cluster = Some(v.into()),
+            "admin" => system.admin = Some(v.into()),
+            "block_size" => system.block_size = Some(v.into()),
+            "nodes" => system.nodes = Some(v.into()),
+            "placement" => system.placement = Some(v.into()),
+            "transport" => system.transport = Some(v.into()),
+            _ => bail!("target {name}: unknown key {k:?} (cluster, admin, block_size, nodes, placement, transport)"),
+        }
+    }
+    Ok(Target { name: name.into(), dir, system })
+}
+
+const BENCHES: [&str; 5] = ["b1", "b2", "b3", "b4", "b5"];
+
+struct Ran {
+    target: Target,
+    system: System,
+    direct: bool,
+    outcomes: Vec<Outcome>,
+}
+
+pub fn run(a: &Args) -> anyhow::Result<()> {
+    let targets = a.targets.iter().map(|t| parse_target(t)).collect::<anyhow::Result<Vec<_>>>()?;
+    for (i, t) in targets.iter().enumerate() {
+        if targets[..i].iter().any(|u| u.name == t.name) {
+            bail!("two targets are named {}", t.name);
+        }
+        if !t.dir.is_dir() {
+            bail!("target {}: {} is not a directory", t.name, t.dir.display());
+        }
+    }
+    let baseline = a.baseline.clone().unwrap_or_else(|| targets[0].name.clone());
+    if !targets.iter().any(|t| t.name == baseline) {
+        bail!("--baseline {baseline} is not a target");
+    }
+    let only: Vec<String> = if a.only.is_empty() {
+        BENCHES.map(String::from).to_vec()
+    } else {
+        a.only.iter().map(|b| b.to_lowercase()).collect()
+    };
+    if let Some(b) = only.iter().find(|b| !BENCHES.contains(&b.as_str())) {
+        bail!("--only {b}: not one of {}", BENCHES.join(", "));
+    }
+    std::fs::create_dir_all(&a.out)?;
+
+    let mut ran = Vec::new();
+    for t in targets {
+        // stated before the run: a wrong cluster file fails now, not after an hour
+        let system = t.system.describe(&t.dir)?;
+        let direct = !a.no_direct && records::direct_works(&t.dir);
+        eprintln!("== target {} ({}, {}; O_DIRECT {})", t.name, t.dir.display(), system.fs_type, if direct { "yes" } else { "no" });
+        let common = Common {
+            dir: t.dir.clone(),
+            cold: a.cold,
+            quick: a.quick,
+            quiet: a.quiet,
+            label: t.name.clone(),
+            system: t.system.clone(),
+            ..Default::default()
+        };
+        let sweep = Sweep { direct, ..Default::default() };
+        let mut outcomes = Vec::new();
+        for b in &only {
+            let o = match b.as_str() {
+                "b1" => b1::run(&b1::Args { common: common.clone(), passes: 1, ..Default::default() }, &system)?,
+                "b2" => b2::run(&b2::Args { common: common.clone(), sweep: sweep.clone(), read_passes: 1 }, &system)?,
+                "b3" => b3::run(&b3::Args { common: common.clone(), sweep: sweep.clone() }, &system)?,
+                "b4" => b4::run(&b4::Args { common: common.clone(), record: 128 << 10, ..Default::default() }, &system)?,
+                _ => b5::run(&b5::Args { common: common.clone(), sweep: sweep.clone() }, &system)?,
+            };
+            if !a.quiet {
+                eprint!("{}", o.table());
+            }
+            o.write(&a.out.join(&t.name), b)?;
+            outcomes.push(o);
+        }
+        ran.push(Ran { target: t, system, direct, outcomes });
+    }
+
+    let mut figures = Vec::new();
+    for b in &only {
+        let spec = spec(b);
+        let pairs: Vec<(&str, &Outcome)> = ran
+            .iter()
+            .filter_map(|r| r.outcomes.iter().find(|o| o.bench.eq_ignore_ascii_case(b)).map(|o| (r.target.name.as_str(), o)))
+            .collect();
+        match figure::draw(&spec, &figure::series(&spec, &pairs), &a.out, b) {
+            Ok(_) => figures.push(b.clone()),
+            Err(e) => eprintln!("imca bench suite: no figure for {b}: {e}"),
+        }
+    }
+    let all: Vec<serde_json::Value> = ran
+        .iter()
+        .map(|r| serde_json::json!({"target": r.target.name, "direct": r.direct, "outcomes": r.outcomes}))
+        .collect();
+    std::fs::write(a.out.join("results.json"), serde_json::to_vec_pretty(&all)?)?;
+    let report = a.out.join("report.md");
+    std::fs::write(&report, markdown(a, &ran, &baseline, &only, &figures))?;
+    println!("wrote {}", report.display());
+    Ok(())
+}
+
+fn spec(bench: &str) -> figure::Spec {
+    match bench {
+        "b1" => b1::spec(),
+        "b2" => b2::spec(),
+        "b3" => b3::spec(),
+        "b4" => b4::spec(),
+        _ => b5::spec(),
+    }
+}
+
+fn markdown(a: &Args, ran: &[Ran], baseline: &str, only: &[String], figures: &[String]) -> String {
+    let mut m = String::new();
+    let argv: Vec<String> = std::env::args().collect();
+    let _ = writeln!(m, "# IMCa benchmark report\n");
+    let _ = writeln!(m, "Command: `{}`  ", argv.join(" "));
+    let _ = writeln!(
+        m,
+        "Sizes: {}; caches {}; ratios are against **{baseline}**, measured in this run.\n",
+        if a.quick { "--quick (small: not comparable in size with the dissertation's runs)" } else { "the dissertation's" },
+        if a.cold { "dropped before every timed phase (--cold)" } else { "warm" }
+    );
+    let _ = writeln!(m, "## Targets\n");
+    let _ = writeln!(m, "| target | directory | fs | block size | nodes | placement | transport | storage servers | O_DIRECT |");
+    let _ = writeln!(m, "|---|---|---|---|---|---|---|---|---|");
+    for r in ran {
+        let s = &r.system;
+        let _ = writeln!(
+            m,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.target.name,
+            s.target.display(),
+            s.fs_type,
+            s.block_size,
+            s.nodes,
+            s.placement,
+            s.transport,
+            s.storage_servers,
+            if r.direct { "yes" } else { "no (page cache)" }
+        );
+    }
+    let _ = writeln!(m, "\n## Beside the dissertation\n\nSource: {}.\n", dissertation::SOURCE);
+    let _ = writeln!(m, "| bench | dissertation's setting | theirs (with ÷ without) | goal | ours | at |");
+    let _ = writeln!(m, "|---|---|---|---|---|---|");
+    let base = ran.iter().find(|r| r.target.name == baseline);
+    for c in CLAIMS.iter().filter(|c| only.iter().any(|b| b.eq_ignore_ascii_case(c.bench))) {
+        let find = |r: &Ran| r.outcomes.iter().find(|o| o.bench == c.bench).cloned();
+        let mut ours = Vec::new();
+        for r in ran.iter().filter(|r| r.target.name != baseline) {
+            let got = match (find(r), base.and_then(find)) {
+                (Some(o), Some(b)) => dissertation::ours(c.metric, &o, &b),
+                _ => None,
+            };
+            match got {
+                Some((x, at)) => ours.push((format!("{}: {x:.2}", r.target.name), at)),
+                None => ours.push((format!("{}: n/a", r.target.name), String::new())),
+            }
+        }
+        let (vals, at): (Vec<String>, Vec<String>) = ours.into_iter().unzip();
+        let mut at: Vec<String> = at.into_iter().filter(|s| !s.is_empty()).collect();
+        at.dedup();
+        let _ = writeln!(
+            m,
+            "| {} | {} | {:.2} ({}) | {} | {} | {} |",
+            c.bench,
+            c.setting,
+            c.ratio,
+            c.text,
+            c.goal,
+            vals.join("; "),
+            at.join("; ")
+        );
+    }
+    for b in only {
+        let Some(first) = ran.iter().find_map(|r| r.outcomes.iter().find(|o| o.bench.eq_ignore_ascii_case(b))) else {
+            continue;
+        };
+        let _ = writeln!(m, "\n## {} {}\n", first.bench, first.name);
+        if figures.contains(b) {
+            let _ = writeln!(m, "![{} {}]({b}.svg)\n", first.bench, first.name);
+        }
+        for r in ran {
+            if let Some(o) = r.outcomes.iter().find(|o| o.bench.eq_ignore_ascii_case(b)) {
+                let _ = writeln!(m, "**{}** — `{}`\n\n{}", r.target.name, o.config_line(), o.markdown());
+            }
+        }
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_parse() {
+        let t = parse_target("imca-4=/mnt/x,cluster=/d/cluster.json,nodes=4").unwrap();
+        assert_eq!((t.name.as_str(), t.dir.to_str().unwrap()), ("imca-4", "/mnt/x"));
+        assert_eq!(t.system.cluster.unwrap().to_str().unwrap(), "/d/cluster.json");
+        assert_eq!(t.system.nodes.as_deref(), Some("4"));
+        assert!(parse_target("noequals").is_err());
+        assert!(parse_target("a b=/x").is_err(), "a name is a directory of the report");
+        assert!(parse_target("../x=/x").is_err());
+        assert!(parse_target("a=").is_err());
+        assert!(parse_target("a=/x,colour=red").unwrap_err().to_string().contains("unknown key"));
+    }
+}
