@@ -46,7 +46,7 @@ pub fn spec() -> crate::figure::Spec {
         x: "clients",
         x_label: "client processes",
         y_label: "time of the slowest client (s)",
-        log_x: false,
+        log_x: true,
         ys: vec![("max_client_s", "time")],
         group_by: None,
     }

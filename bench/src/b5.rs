@@ -38,7 +38,7 @@ pub fn spec() -> crate::figure::Spec {
         x: "clients",
         x_label: "client processes (one writer, all read)",
         y_label: "mean of per-client mean read latency (µs)",
-        log_x: false,
+        log_x: true,
         ys: vec![("read_mean_us", "read")],
         group_by: Some(("record", "r=")),
     }

@@ -36,8 +36,8 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
-/// At most this many groups per target, spread over the values, so a
-/// full sweep still gives a readable figure.
+/// At most this many groups in a figure (shared among the targets), spread
+/// over the values, so a full sweep still gives a readable figure.
 const MAX_GROUPS: usize = 6;
 
 /// The lines of `spec` for every (target name, outcome).
@@ -50,7 +50,8 @@ pub fn series(spec: &Spec, outcomes: &[(&str, &Outcome)]) -> Vec<Series> {
                 let mut vals: Vec<f64> = o.rows.iter().map(|r| o.get(r, col)).collect();
                 vals.sort_by(f64::total_cmp);
                 vals.dedup();
-                spread(&vals, MAX_GROUPS).into_iter().map(Some).collect()
+                let per_target = (MAX_GROUPS / outcomes.len().max(1)).max(1);
+                spread(&vals, per_target).into_iter().map(Some).collect()
             }
         };
         for g in groups {
@@ -83,6 +84,9 @@ pub fn series(spec: &Spec, outcomes: &[(&str, &Outcome)]) -> Vec<Series> {
 fn spread(vals: &[f64], n: usize) -> Vec<f64> {
     if vals.len() <= n {
         return vals.to_vec();
+    }
+    if n == 1 {
+        return vec![vals[0]];
     }
     let mut idx: Vec<usize> = (0..n).map(|i| i * (vals.len() - 1) / (n - 1)).collect();
     idx.dedup();
@@ -175,13 +179,20 @@ fn on_area<DB: DrawingBackend>(
     y1: f64,
 ) -> anyhow::Result<()> {
     if spec.log_x {
-        plot(root, spec, series, (x0.max(f64::MIN_POSITIVE)..x1).log_scale().base(2.0), y1)
+        plot(root, spec, series, (x0.max(f64::MIN_POSITIVE)..x1).log_scale().base(2.0), (x0, x1), y1)
     } else {
-        plot(root, spec, series, x0..x1, y1)
+        plot(root, spec, series, x0..x1, (x0, x1), y1)
     }
 }
 
-fn plot<DB: DrawingBackend, X>(root: &DrawingArea<DB, Shift>, spec: &Spec, series: &[Series], x: X, y1: f64) -> anyhow::Result<()>
+fn plot<DB: DrawingBackend, X>(
+    root: &DrawingArea<DB, Shift>,
+    spec: &Spec,
+    series: &[Series],
+    x: X,
+    (x_lo, x_hi): (f64, f64),
+    y1: f64,
+) -> anyhow::Result<()>
 where
     X: AsRangedCoord<Value = f64>,
     X::CoordDescType: ValueFormatter<f64>,
@@ -195,11 +206,14 @@ where
         .y_label_area_size(70)
         .build_cartesian_2d(x, 0.0..y1)
         .map_err(|x| e(&x))?;
+    // linear axes here count processes: one label per whole number
+    let whole = (x_hi - x_lo).round() as usize + 1;
     chart
         .configure_mesh()
+        .x_labels(whole.clamp(2, 12))
         .x_desc(spec.x_label)
         .y_desc(spec.y_label)
-        .x_label_formatter(&|v| human(*v))
+        .x_label_formatter(&|v| if spec.log_x || v.fract() == 0.0 { human(*v) } else { String::new() })
         .draw()
         .map_err(|x| e(&x))?;
     for (i, s) in series.iter().enumerate() {

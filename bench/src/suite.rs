@@ -249,7 +249,7 @@ fn markdown(a: &Args, ran: &[Ran], baseline: &str, only: &[String], figures: &[S
         at.dedup();
         let _ = writeln!(
             m,
-            "| {} | {} | {:.2} ({}) | {} | {} | {} |",
+            "| {} | {} | {:.2}: {} | {} | {} | {} |",
             c.bench,
             c.setting,
             c.ratio,
@@ -269,7 +269,7 @@ fn markdown(a: &Args, ran: &[Ran], baseline: &str, only: &[String], figures: &[S
         }
         for r in ran {
             if let Some(o) = r.outcomes.iter().find(|o| o.bench.eq_ignore_ascii_case(b)) {
-                let _ = writeln!(m, "**{}** — `{}`\n\n{}", r.target.name, o.config_line(), o.markdown());
+                let _ = writeln!(m, "**{}** — `{}`\n\n{}\n", r.target.name, o.config_line(), o.markdown());
             }
         }
     }
