@@ -26,7 +26,8 @@ nodes, placement and transport from IMCa, and ,block_size=…, ,nodes=…,
 local directory). The first target is the baseline every ratio is taken
 against (--baseline NAME to choose another): typically IMCa with no cache
 nodes. Targets run one after the other, B1 to B5 each (--only b1,b4 to pick),
-with each benchmark's defaults (--quick: the small sizes). Latency
+with each benchmark's defaults (--quick: the small sizes; --files, --records,
+--max and --size change them). Latency
 benchmarks use O_DIRECT where the target takes unaligned O_DIRECT (FUSE
 mounts do; the report says which).
 
@@ -61,6 +62,18 @@ pub struct Args {
     /// No progress lines on stderr.
     #[arg(long)]
     pub quiet: bool,
+    /// B1's file count, instead of the default (262,144; --quick: 2,048).
+    #[arg(long, value_name = "N")]
+    pub files: Option<usize>,
+    /// Records per size in B2, B3, B5 (1024; --quick: 256).
+    #[arg(long, value_name = "N")]
+    pub records: Option<usize>,
+    /// Largest record size in B2, B3, B5 (64 KiB; --quick: 4 KiB).
+    #[arg(long, value_name = "BYTES")]
+    pub max: Option<usize>,
+    /// B4's file size (1G; --quick: 32M).
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<String>,
 }
 
 /// One `--target`.
@@ -145,14 +158,17 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
             system: t.system.clone(),
             ..Default::default()
         };
-        let sweep = Sweep { direct, ..Default::default() };
+        let sweep = Sweep { direct, records: a.records, max: a.max, ..Default::default() };
         let mut outcomes = Vec::new();
         for b in &only {
             let o = match b.as_str() {
-                "b1" => b1::run(&b1::Args { common: common.clone(), passes: 1, ..Default::default() }, &system)?,
+                "b1" => b1::run(&b1::Args { common: common.clone(), passes: 1, files: a.files, keep: false }, &system)?,
                 "b2" => b2::run(&b2::Args { common: common.clone(), sweep: sweep.clone(), read_passes: 1 }, &system)?,
                 "b3" => b3::run(&b3::Args { common: common.clone(), sweep: sweep.clone() }, &system)?,
-                "b4" => b4::run(&b4::Args { common: common.clone(), record: 128 << 10, ..Default::default() }, &system)?,
+                "b4" => {
+                    let args = b4::Args { common: common.clone(), record: 128 << 10, size: a.size.clone(), ..Default::default() };
+                    b4::run(&args, &system)?
+                },
                 _ => b5::run(&b5::Args { common: common.clone(), sweep: sweep.clone() }, &system)?,
             };
             if !a.quiet {
@@ -164,12 +180,22 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         ran.push(Ran { target: t, system, direct, outcomes });
     }
 
+    // legends name the target and, where known, its cache nodes (B4's
+    // "MB/s vs nodes" is read off them)
+    let legends: Vec<String> = ran
+        .iter()
+        .map(|r| match r.system.nodes.as_str() {
+            "unknown" => r.target.name.clone(),
+            n => format!("{}, nodes={n}", r.target.name),
+        })
+        .collect();
     let mut figures = Vec::new();
     for b in &only {
         let spec = spec(b);
         let pairs: Vec<(&str, &Outcome)> = ran
             .iter()
-            .filter_map(|r| r.outcomes.iter().find(|o| o.bench.eq_ignore_ascii_case(b)).map(|o| (r.target.name.as_str(), o)))
+            .zip(&legends)
+            .filter_map(|(r, l)| r.outcomes.iter().find(|o| o.bench.eq_ignore_ascii_case(b)).map(|o| (l.as_str(), o)))
             .collect();
         match figure::draw(&spec, &figure::series(&spec, &pairs), &a.out, b) {
             Ok(_) => figures.push(b.clone()),

@@ -101,7 +101,11 @@ fn every_benchmark_quick_and_the_suite_against_a_mount_and_a_local_dir() {
     let suite = o("suite");
     let target = format!("imca={mnt},admin={admin}");
     let local_target = format!("local={}", local.path().display());
-    imca(&["bench", "suite", "--quick", "--quiet", "--target", &target, "--target", &local_target, "--out", &suite]);
+    imca(&[
+        "bench", "suite", "--quick", "--quiet", "--target", &target, "--target", &local_target, "--out", &suite,
+        // smaller than --quick: a debug gateway on a busy machine is slow
+        "--files", "300", "--records", "64", "--size", "4M",
+    ]);
     let suite = Path::new(&suite);
     let report = std::fs::read_to_string(suite.join("report.md")).expect("report.md");
     assert!(report.contains("## Beside the dissertation"), "{report}");
