@@ -213,6 +213,13 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Two decimals, more for small ratios (a local page cache against FUSE is
+/// 0.003, not 0.00).
+fn ratio(x: f64) -> String {
+    let decimals = if x > 0.0 && x < 0.1 { (1.0 - x.log10().floor()) as usize } else { 2 };
+    format!("{x:.decimals$}")
+}
+
 fn spec(bench: &str) -> figure::Spec {
     match bench {
         "b1" => b1::spec(),
@@ -266,7 +273,7 @@ fn markdown(a: &Args, ran: &[Ran], baseline: &str, only: &[String], figures: &[S
                 _ => None,
             };
             match got {
-                Some((x, at)) => ours.push((format!("{}: {x:.2}", r.target.name), at)),
+                Some((x, at)) => ours.push((format!("{}: {}", r.target.name, ratio(x)), at)),
                 None => ours.push((format!("{}: n/a", r.target.name), String::new())),
             }
         }
@@ -305,6 +312,14 @@ fn markdown(a: &Args, ran: &[Ran], baseline: &str, only: &[String], figures: &[S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ratios_keep_two_significant_digits() {
+        assert_eq!(ratio(0.5), "0.50");
+        assert_eq!(ratio(2.08), "2.08");
+        assert_eq!(ratio(0.0034), "0.0034");
+        assert_eq!(ratio(0.034), "0.034");
+    }
 
     #[test]
     fn targets_parse() {
