@@ -1,0 +1,163 @@
+//! `bench/testbed`: a small testbed (2 storage servers, 1 cache node, the
+//! gateway, each in its own network namespace; throttled loop disks) comes
+//! up, its namespaces reach each other and nothing else, a storage
+//! server's disk keeps to its IOPS bound, B1 `--quick` runs through it, and
+//! nothing it built is left behind — after SIGTERM, and after a SIGKILL
+//! followed by `--cleanup`. Needs root (as every FUSE test here).
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const IOPS: u64 = 100;
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/testbed")
+}
+
+/// The testbed script as a child; stopped (and its leftovers removed) on drop.
+struct Bed {
+    child: Option<Child>,
+    dir: PathBuf,
+}
+
+impl Bed {
+    fn start(dir: &Path) -> (Bed, Value) {
+        let _ = std::fs::remove_file(dir.join("testbed.json"));
+        let child = Command::new(script())
+            .args(["--imca", IMCA, "--dir"])
+            .arg(dir)
+            .args(["--storage", "2", "--cache", "1", "--iops", &IOPS.to_string(), "--bps", "0", "--image-mb", "64"])
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(dir.join("testbed.out")).unwrap())
+            .stderr(std::fs::File::create(dir.join("testbed.err")).unwrap())
+            .spawn()
+            .expect("starting bench/testbed");
+        let mut bed = Bed { child: Some(child), dir: dir.to_path_buf() };
+        let start = Instant::now();
+        loop {
+            if let Ok(text) = std::fs::read(dir.join("testbed.json")) {
+                return (bed, serde_json::from_slice(&text).expect("testbed.json is JSON"));
+            }
+            if let Some(status) = bed.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("bench/testbed exited ({status}):\n{}", std::fs::read_to_string(dir.join("testbed.err")).unwrap_or_default());
+            }
+            assert!(start.elapsed() < START_DEADLINE, "testbed not up after {START_DEADLINE:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn signal(&mut self, sig: i32) -> std::process::ExitStatus {
+        let mut c = self.child.take().expect("running");
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(c.id() as i32, sig) };
+        c.wait().unwrap()
+    }
+
+    fn cleanup(&self) {
+        let st = Command::new(script()).arg("--cleanup").arg("--dir").arg(&self.dir).status().unwrap();
+        assert!(st.success(), "bench/testbed --cleanup failed");
+    }
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            self.signal(libc::SIGTERM);
+        }
+    }
+}
+
+fn sh(cmd: &str) -> (bool, String) {
+    let out = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
+}
+
+/// Connect from namespace `ns` to `addr` (bash's /dev/tcp).
+fn connects(ns: &str, addr: &str) -> bool {
+    let (ip, port) = addr.rsplit_once(':').unwrap();
+    sh(&format!("nsenter --net=/run/netns/{ns} bash -c 'exec 3<>/dev/tcp/{ip}/{port}' 2>/dev/null")).0
+}
+
+/// Nothing the testbed builds is left: namespaces, loop devices on its
+/// images, mounts under its directory, blkio cgroups, daemons.
+fn assert_nothing_left(dir: &Path) {
+    let (_, ns) = sh("ip netns list");
+    assert!(!ns.contains("imcatb-"), "namespaces left: {ns}");
+    let (_, loops) = sh("losetup -a");
+    assert!(!loops.contains(&*dir.to_string_lossy()), "loop devices left: {loops}");
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains(&*dir.to_string_lossy()), "mounts left under {}", dir.display());
+    let cgroups: Vec<String> = std::fs::read_dir("/sys/fs/cgroup/blkio")
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    assert!(!cgroups.iter().any(|c| c.starts_with("imcatb-")), "cgroups left: {cgroups:?}");
+    let (_, ps) = sh(&format!("ps -eo args | grep -F '{}' | grep -v grep", dir.display()));
+    assert!(ps.trim().is_empty(), "processes left:\n{ps}");
+}
+
+#[test]
+fn testbed_is_a_cluster_of_namespaces_with_slow_disks_and_leaves_nothing_behind() {
+    for (tool, pkg) in [("ip", "iproute2"), ("tc", "iproute2"), ("mkfs.ext4", "e2fsprogs"), ("losetup", "mount"), ("nsenter", "util-linux")] {
+        require_tool(tool, pkg);
+    }
+    let tmp = tempfile::Builder::new().prefix("imcatb-test-").tempdir_in("/var/tmp").unwrap();
+    let dir = tmp.path().to_path_buf();
+    let (mut bed, info) = Bed::start(&dir);
+
+    // namespaces reach each other over the bridge, and nothing outside it
+    let storage: Vec<String> = info["storage_servers"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().into()).collect();
+    let cache: Vec<String> = info["cache_nodes"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().into()).collect();
+    assert_eq!((storage.len(), cache.len()), (2, 1));
+    for a in storage.iter().chain(&cache) {
+        assert!(connects("imcatb-g", a), "gateway namespace reaches {a}");
+    }
+    assert!(connects("imcatb-s0", &cache[0]), "a storage server reaches the cache node");
+    let (_, routes) = sh("ip -n imcatb-g route");
+    assert_eq!(routes.trim().lines().count(), 1, "only the testbed's own subnet: {routes}");
+    assert!(!connects("imcatb-g", "10.213.78.1:7000"), "no way out of the testbed");
+    assert!(info["network"].as_str().unwrap().contains("no loopback"), "says which latencies are real: {info}");
+
+    // the disk bound holds: O_DIRECT 4 KiB reads from storage-0's cgroup
+    // (an upper bound: a slow machine only makes it lower)
+    let export = dir.join("exports/s0");
+    let (ok, out) = sh(&format!("dd if=/dev/urandom of={}/probe bs=1M count=2 oflag=direct status=none", export.display()));
+    assert!(ok, "{out}");
+    let reads = 3 * IOPS;
+    let t = Instant::now();
+    let (ok, out) = sh(&format!(
+        "echo $$ > /sys/fs/cgroup/blkio/imcatb-s0/cgroup.procs && dd if={}/probe of=/dev/null bs=4k count={reads} iflag=direct status=none",
+        export.display()
+    ));
+    assert!(ok, "{out}");
+    let iops = reads as f64 / t.elapsed().as_secs_f64();
+    assert!(iops <= IOPS as f64 * 1.3, "{iops:.0} reads/s from a disk bounded to {IOPS}");
+    std::fs::remove_file(export.join("probe")).unwrap();
+
+    // B1 --quick through the testbed's mount
+    let mnt = info["mount"].as_str().unwrap();
+    let out = Command::new(IMCA)
+        .args(["bench", "stat", "--quick", "--files", "200", "--clients", "1,2", "--json", "--quiet", "--dir", mnt])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "B1: {}", String::from_utf8_lossy(&out.stderr));
+    let b1: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(b1["rows"].as_array().unwrap().len(), 2);
+    assert!(std::fs::read_dir(dir.join("exports/s0")).unwrap().count() > 1, "files reached storage-0's disk");
+
+    // SIGTERM: everything removed
+    bed.signal(libc::SIGTERM);
+    assert_nothing_left(&dir);
+
+    // a crash (SIGKILL: the daemons stay) is cleaned up by --cleanup
+    let (mut bed, _) = Bed::start(&dir);
+    bed.signal(libc::SIGKILL);
+    let (_, ns) = sh("ip netns list");
+    assert!(ns.contains("imcatb-g"), "a killed testbed leaves its namespaces: {ns}");
+    bed.cleanup();
+    assert_nothing_left(&dir);
+}
