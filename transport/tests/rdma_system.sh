@@ -7,7 +7,10 @@
 #    storage servers' banks. Scripted file ops through the FUSE mount must
 #    pass; the gateway's and storage servers' bank connections must all be
 #    RDMA (imca_bank_connections_total), and repeated stats/reads must be
-#    bank hits (imca_bank_requests_total{op="get",result="hit"} grows).
+#    bank hits (imca_bank_requests_total{op="get",result="hit"} grows) once
+#    the kernel's caches are dropped (it answers them itself otherwise); the
+#    gateway's kernel-cache polls travel over RDMA too (imca_storage_ops_total
+#    {op="poll"} grows on the storage servers).
 # 2. The same ops on a fresh `imca up --transport tcp` in the same VM run:
 #    the resulting trees (listing, sizes, link targets, sha256 of every
 #    file) must be identical.
@@ -87,8 +90,13 @@ up rdma
 ops $W/tree-rdma
 G=$(gateway_metrics)
 h0=$(metric $G "$HIT")
-for i in 1 2 3 4 5; do stat $M/d/b $M/d/f1 $M/big2 >/dev/null; cat $M/d/f7 $M/big2 >/dev/null; done
+for i in 1 2 3 4 5; do
+    echo 3 > /proc/sys/vm/drop_caches   # the kernel forgets: the gateway must ask
+    stat $M/d/b $M/d/f1 $M/big2 >/dev/null; cat $M/d/f7 $M/big2 >/dev/null
+done
 h1=$(metric $G "$HIT")
+polls=$(bank_metric '^imca_storage_ops_total[{].*op="poll".*result="ok"')
+[ "$polls" -gt 0 ] || fail "no kernel-cache polls reached the storage servers over RDMA"
 [ "$h1" -gt "$h0" ] || { curl -s $G | grep '^imca_bank'; grep -i 'rdma\|bank\|cache' $D/logs/gateway.log | tail -20; fail "no bank hits on repeated stat/read over RDMA (hits $h0 -> $h1)"; }
 rdma_conns=$(bank_metric '^imca_bank_connections_total[{].*transport="rdma"')
 tcp_conns=$(bank_metric '^imca_bank_connections_total[{].*transport="tcp"')
@@ -98,14 +106,17 @@ n=$(grep -c "RDMA connection established" $D/logs/gateway.log)
 [ "$n" -ge 4 ] || fail "gateway log shows $n RDMA connections, expected 2 storage servers + 2 cache nodes"
 grep -q "cache node listening for RDMA" $D/logs/cache-0.log || fail "cache-0 does not serve RDMA"
 down
-echo "PASS: imca up --transport rdma: file ops pass; bank hits $h0 -> $h1 on repeated stat/read; $rdma_conns bank connections over RDMA, 0 over TCP; $n RDMA connections from the gateway"
+echo "PASS: imca up --transport rdma: file ops pass; bank hits $h0 -> $h1 on repeated stat/read; $polls kernel-cache polls; $rdma_conns bank connections over RDMA, 0 over TCP; $n RDMA connections from the gateway"
 
 # 2. the same ops over TCP, same VM run: identical results
 up tcp
 ops $W/tree-tcp
 G=$(gateway_metrics)
 t0=$(metric $G "$HIT")
-for i in 1 2 3 4 5; do stat $M/d/b $M/d/f1 $M/big2 >/dev/null; cat $M/d/f7 $M/big2 >/dev/null; done
+for i in 1 2 3 4 5; do
+    echo 3 > /proc/sys/vm/drop_caches
+    stat $M/d/b $M/d/f1 $M/big2 >/dev/null; cat $M/d/f7 $M/big2 >/dev/null
+done
 t1=$(metric $G "$HIT")
 [ "$(bank_metric '^imca_bank_connections_total[{].*transport="rdma"')" -eq 0 ] || fail "TCP cluster used RDMA"
 down
