@@ -235,7 +235,8 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
     };
     let top = graph::build(posix_xl.clone(), volume.clone(), smcache, &registry).await?;
     let lease = std::time::Duration::from_secs_f64(args.kernel_lease);
-    let service = Arc::new(protocol_server::ProtocolServer::with_lease(top, volume.clone(), lease, &registry));
+    let record = posix_xl.posix().meta_path().join("kernel-leases");
+    let service = Arc::new(protocol_server::ProtocolServer::with_lease(top, volume.clone(), lease, Some(record), &registry));
 
     let drain = daemon::Drain::new();
     let listener =

@@ -27,6 +27,7 @@
 
 use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry};
 use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{watch, Notify};
@@ -141,13 +142,54 @@ pub struct Callbacks {
     /// how long a poll waits for something to answer
     hold: Duration,
     sessions: Mutex<HashMap<u64, Session>>,
+    /// mutations wait until then: leases granted before a restart
+    grace_until: Instant,
+    /// the record of granted leases, and when it was last refreshed
+    record: Option<(PathBuf, Mutex<Option<Instant>>)>,
     metrics: Metrics,
 }
 
 impl Callbacks {
     pub fn new(lease: Duration, registry: &Registry) -> Callbacks {
+        Callbacks::with_record(lease, None, registry)
+    }
+
+    /// Keep the record of granted leases at `record`; if it says leases
+    /// may still be held (a restart), mutations wait until they ran out.
+    pub fn with_record(lease: Duration, record: Option<PathBuf>, registry: &Registry) -> Callbacks {
         let lease = lease.max(Duration::from_millis(10));
-        Callbacks { lease, hold: lease / 4, sessions: Mutex::default(), metrics: Metrics::register(registry) }
+        let grace = record.as_deref().map_or(Duration::ZERO, |p| grace_left(p, lease));
+        if !grace.is_zero() {
+            tracing::info!(?grace, "gateways may still hold kernel-cache leases from before a restart; mutations wait for them");
+        }
+        Callbacks {
+            lease,
+            hold: lease / 4,
+            sessions: Mutex::default(),
+            grace_until: Instant::now() + grace,
+            record: record.map(|p| (p, Mutex::new(None))),
+            metrics: Metrics::register(registry),
+        }
+    }
+
+    /// Refresh the record's mtime, at most every quarter lease (before the
+    /// lease it covers is granted).
+    fn note_grant(&self, now: Instant) {
+        let Some((path, last)) = &self.record else { return };
+        let mut last = last.lock().unwrap();
+        if last.is_some_and(|t| now < t + self.lease / 4) {
+            return;
+        }
+        let touched = std::fs::File::options()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+        match touched {
+            Ok(()) => *last = Some(now),
+            Err(e) => tracing::warn!(path = %path.display(), "cannot record kernel-cache leases: {e}"),
+        }
     }
 
     pub fn lease(&self) -> Duration {
@@ -184,6 +226,9 @@ impl Callbacks {
                 }
             }
             let lease = if renewed { self.lease } else { Duration::ZERO };
+            if renewed {
+                self.note_grant(now);
+            }
             if fresh || !s.queue.is_empty() {
                 return Ok(s.answer(lease, fresh));
             }
@@ -217,6 +262,9 @@ impl Callbacks {
     pub async fn invalidate(&self, from: u64, items: &[Invalidation]) {
         if items.is_empty() {
             return;
+        }
+        if Instant::now() < self.grace_until {
+            tokio::time::sleep_until(self.grace_until).await;
         }
         let waits: Vec<(u64, u64, watch::Receiver<u64>)> = {
             let mut t = self.sessions.lock().unwrap();
@@ -258,6 +306,14 @@ impl Callbacks {
             }
         }
     }
+}
+
+/// How long leases granted before this start may still be held: the
+/// record was refreshed at least every quarter lease while granting.
+fn grace_left(record: &std::path::Path, lease: Duration) -> Duration {
+    let Ok(modified) = std::fs::metadata(record).and_then(|m| m.modified()) else { return Duration::ZERO };
+    let until = modified + lease + lease / 4;
+    until.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO).min(lease * 2)
 }
 
 #[cfg(test)]

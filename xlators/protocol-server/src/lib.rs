@@ -42,17 +42,20 @@ impl ProtocolServer {
     /// Serve `top` with the default kernel-cache lease; request metrics are
     /// registered in `registry`.
     pub fn new(top: Arc<dyn Translator>, volume: Arc<Volume>, registry: &prometheus::Registry) -> ProtocolServer {
-        ProtocolServer::with_lease(top, volume, callbacks::DEFAULT_LEASE, registry)
+        ProtocolServer::with_lease(top, volume, callbacks::DEFAULT_LEASE, None, registry)
     }
 
-    /// Serve `top`, granting gateways kernel-cache leases of `lease`.
+    /// Serve `top`, granting gateways kernel-cache leases of `lease`,
+    /// recorded in `record` (see [`callbacks`]: a restart's grace period).
     pub fn with_lease(
         top: Arc<dyn Translator>,
         volume: Arc<Volume>,
         lease: std::time::Duration,
+        record: Option<std::path::PathBuf>,
         registry: &prometheus::Registry,
     ) -> ProtocolServer {
-        ProtocolServer { top, volume, callbacks: Callbacks::new(lease, registry), metrics: Metrics::register(registry) }
+        let callbacks = Callbacks::with_record(lease, record, registry);
+        ProtocolServer { top, volume, callbacks, metrics: Metrics::register(registry) }
     }
 
     async fn dispatch(&self, session: u64, req: Request) -> FsResult<Reply> {

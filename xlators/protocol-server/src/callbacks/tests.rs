@@ -140,3 +140,22 @@ async fn answers_are_batched() {
     writer.await.unwrap();
     ack.await.unwrap().unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn after_a_restart_mutations_wait_for_the_leases_granted_before() {
+    let record = std::env::temp_dir().join(format!("imca-kernel-leases-{}", std::process::id()));
+    let _ = std::fs::remove_file(&record);
+    // First start: no record, no grace; granting a lease writes the record.
+    let first = Callbacks::with_record(LEASE, Some(record.clone()), &Registry::new());
+    let started = Instant::now();
+    first.invalidate(1, &one()).await;
+    assert_eq!(started.elapsed(), Duration::ZERO);
+    items(first.poll(2, 0).await.unwrap());
+    assert!(record.exists(), "a granted lease is recorded");
+    // A restart right after: the gateway may hold its lease for a while yet.
+    let second = Callbacks::with_record(LEASE, Some(record.clone()), &Registry::new());
+    let started = Instant::now();
+    second.invalidate(1, &one()).await;
+    assert!(started.elapsed() >= LEASE, "waited {:?}", started.elapsed());
+    std::fs::remove_file(&record).unwrap();
+}
