@@ -5,6 +5,7 @@
 #   local          a directory on the same disk (the kernel ceiling)
 #   bindfs         Debian's FUSE passthrough of it (the FUSE ceiling)
 #   imca           `imca up --no-cache` (2 storage servers, kernel cache on: the default)
+#   imca, 5 s lease  the same with `--kernel-lease 5`
 #   imca+bank      `imca up` (2 storage servers + 2 cache nodes, kernel cache on)
 #   imca-off       `imca up --no-cache --kernel-cache off` (the old TTL-0 gateway)
 #   imca-off+bank  `imca up --kernel-cache off` (2 cache nodes)
@@ -89,6 +90,7 @@ measure "$W/bindfs" bindfs
 fusermount3 -u "$W/bindfs"
 
 up imca --no-cache;                          measure "$W/imca-mnt" imca;                 down
+up imca5 --no-cache --kernel-lease 5;        measure "$W/imca5-mnt" "imca, 5 s lease";   down
 up imcab;                                    measure "$W/imcab-mnt" imca+bank;           down
 up imcaoff --no-cache --kernel-cache off;    measure "$W/imcaoff-mnt" imca-off;          down
 up imcaoffb --kernel-cache off;              measure "$W/imcaoffb-mnt" imca-off+bank;    down

@@ -77,6 +77,11 @@ pub struct Args {
     /// in the kernel (every request reaches the gateway).
     #[arg(long, value_name = "on|off", default_value = "on")]
     pub kernel_cache: gateway::fuse::KernelCacheMode,
+    /// Passed to the storage servers: how long a gateway's kernel may use
+    /// what it cached without hearing from them (seconds; their default
+    /// when not given).
+    #[arg(long, value_name = "SECS")]
+    pub kernel_lease: Option<f64>,
 }
 
 /// The volume secret's file in the data dir (kept across runs: the
@@ -180,6 +185,9 @@ async fn up(args: Args) -> anyhow::Result<()> {
                 listen = format!("{}:{port}", args.rdma_ip);
             }
             cmd.args(["--transport", &args.transport.to_string()]);
+            if let Some(l) = args.kernel_lease {
+                cmd.arg(format!("--kernel-lease={l}"));
+            }
             cmd.args(["--listen", &listen, "--metrics", "127.0.0.1:0", "--ready-file"]).arg(&ready);
             if let Some(f) = &cache_auth {
                 cmd.arg("--cache-auth-file").arg(f);

@@ -134,17 +134,26 @@ impl Translator for Stripe {
     }
 
     async fn lookup(&self, parent: &Loc, name: &str) -> FsResult<Attr> {
-        // Server 0 alone answers for anything but a file (and for ENOENT,
-        // the common answer while creating): one round trip, not S.
-        let first = self.first().lookup(parent, name).await?;
+        // Server 0's answer decides (kind, id, ENOENT); a file's attributes
+        // are merged from every server. All are asked at once, so a file
+        // costs one round trip, not two; a directory's extra answers are
+        // dropped. A server that answered for another id (a race with a
+        // rename or re-create) is asked again by server 0's id.
+        let mut all = self.on_all(|s| s.lookup(parent, name)).await;
+        let first = all.remove(0)?;
         self.dirs.note(&first);
         if first.kind != FileKind::File || self.subvols.len() == 1 {
             return Ok(first);
         }
         let at = Loc { path: parent.child(name).path, fid: Some(first.fid) };
-        let mut all = vec![first];
-        all.extend(all_ok(self.on_rest(|s| s.getattr(&at)).await)?);
-        merge_attrs(all)
+        let mut merged = vec![first.clone()];
+        for (s, r) in self.rest().iter().zip(all) {
+            merged.push(match r {
+                Ok(a) if a.fid == first.fid => a,
+                _ => s.getattr(&at).await?,
+            });
+        }
+        merge_attrs(merged)
     }
 
     async fn getattr(&self, loc: &Loc) -> FsResult<Attr> {
