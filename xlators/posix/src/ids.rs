@@ -89,6 +89,17 @@ impl Posix {
         m.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The create lock of `name` in `dir`: held by a create (mkdir, mknod,
+    /// symlink) from before the name exists until its id is stamped on it.
+    /// Taken before any id lock.
+    pub(crate) fn lock_name(&self, dir: &crate::Obj, name: &str) -> MutexGuard<'_, ()> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (dir.st.st_dev, dir.st.st_ino, name).hash(&mut h);
+        let m = &self.name_locks.0[(h.finish() % ID_LOCKS as u64) as usize];
+        m.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// EINVAL for an id no gateway makes, EEXIST for one in use here.
     pub(crate) fn check_new_fid(&self, fid: FileId) -> io::Result<()> {
         if !is_client_id(fid) {

@@ -77,6 +77,8 @@ pub struct Posix {
     root_user: bool,
     policy: ExportPolicy,
     id_locks: ids::IdLocks,
+    /// held by a create from before its name exists until its id is on it
+    name_locks: ids::IdLocks,
     /// calls answered by the fast paths (see `fast`)
     fast_hits: std::sync::atomic::AtomicU64,
     /// `IMCA_POSIX_FAST=0` turns the fast paths off (to measure them)
@@ -115,7 +117,7 @@ impl Posix {
             Ok(()) => {}
             Err(e) => return Err(io::Error::new(e.kind(), format!("export {}: cannot store file ids in xattrs: {e}", export.display()))),
         }
-        Ok(Posix { export: export.to_path_buf(), root, fids, fds: FdCache::new(fd_cache), root_user: sys::euid_is_root(), policy, id_locks: Default::default(), fast_hits: Default::default(),
+        Ok(Posix { export: export.to_path_buf(), root, fids, fds: FdCache::new(fd_cache), root_user: sys::euid_is_root(), policy, id_locks: Default::default(), name_locks: Default::default(), fast_hits: Default::default(),
             fast: std::env::var("IMCA_POSIX_FAST").map_or(true, |v| v != "0") })
     }
 
@@ -217,15 +219,39 @@ impl Posix {
             return Err(err(libc::ENOENT));
         }
         let fd = sys::openat(raw(&dir.fd), name, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
+        self.obj_named(fd, Some((dir, name)))
+    }
+
+    /// [`Posix::child`] for a caller that holds `name`'s create lock.
+    pub(crate) fn child_holding_name(&self, dir: &Obj, name: &str) -> io::Result<Obj> {
+        let fd = sys::openat(raw(&dir.fd), name, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
         self.obj(fd)
     }
 
     /// Build an `Obj` for an fd, assigning an id to a file that has none
     /// (created behind IMCa's back).
     fn obj(&self, fd: OwnedFd) -> io::Result<Obj> {
+        self.obj_named(fd, None)
+    }
+
+    /// [`Posix::obj`] for `name` in `dir`: an object without an id may be
+    /// one a create is still making (the name exists before its id is
+    /// stamped on it), so its create lock is awaited and the id read again
+    /// before one is assigned; else a racing create of the same name would
+    /// be answered with an id of our making and then re-stamped.
+    fn obj_named(&self, fd: OwnedFd, name: Option<(&Obj, &str)>) -> io::Result<Obj> {
         let st = sys::fstat(raw(&fd))?;
         let kind = kind_of(&st);
-        match read_fid(raw(&fd), kind)? {
+        let mut fid = read_fid(raw(&fd), kind)?;
+        let _creating = match (fid, name) {
+            (None, Some((dir, name))) => {
+                let g = self.lock_name(dir, name);
+                fid = read_fid(raw(&fd), kind)?;
+                Some(g)
+            }
+            _ => None,
+        };
+        match fid {
             Some(fid) => Ok(Obj { fd, st, fid, linked: kind != FileKind::Dir && fid != FileId::ROOT }),
             None => {
                 let (fid, linked) = self.assign_fid(raw(&fd), kind, &st)?;

@@ -70,6 +70,7 @@ impl Posix {
         }
         let fmt = if fmt == 0 { libc::S_IFREG } else { fmt };
         self.policy().check_mknod(fmt)?;
+        let _name = self.lock_name(&dir, &new.name);
         let _id = self.lock_id(new.fid);
         self.check_new_fid(new.fid)?;
         sys::mknodat(raw(&dir.fd), &new.name, fmt | self.policy().perm(new.perm), rdev as u64)?;
@@ -79,6 +80,7 @@ impl Posix {
     pub fn mkdir(&self, parent: &Loc, new: &NewFile) -> io::Result<Attr> {
         let dir = self.resolve_dir(parent)?;
         check_new_name(&dir, &new.name)?;
+        let _name = self.lock_name(&dir, &new.name);
         let _id = self.lock_id(new.fid);
         self.check_new_fid(new.fid)?;
         // The marker is taken before the directory is made.
@@ -95,6 +97,7 @@ impl Posix {
         let dir = self.resolve_dir(parent)?;
         check_new_name(&dir, &new.name)?;
         let exclusive = new.exclusive || flags & libc::O_EXCL != 0;
+        let _name = self.lock_name(&dir, &new.name);
         let _id = self.lock_id(new.fid);
         if let Err(e) = self.check_new_fid(new.fid) {
             // The id cannot go to a new file; an existing name is still
@@ -121,7 +124,8 @@ impl Posix {
     /// open(O_CREAT) of an existing name opens it, as a local FS would (a
     /// regular file counts as opened: a release will follow).
     fn open_existing(&self, dir: &Obj, name: &str, flags: i32) -> io::Result<Attr> {
-        let mut o = self.child(dir, name)?;
+        // (called by create, which holds the name's create lock)
+        let mut o = self.child_holding_name(dir, name)?;
         match kind_of(&o.st) {
             FileKind::Dir => return Err(err(libc::EISDIR)),
             FileKind::Symlink => return Err(err(libc::ELOOP)),
@@ -150,6 +154,7 @@ impl Posix {
         if target.len() >= libc::PATH_MAX as usize {
             return Err(err(libc::ENAMETOOLONG));
         }
+        let _name = self.lock_name(&dir, &new.name);
         let _id = self.lock_id(new.fid);
         self.check_new_fid(new.fid)?;
         sys::symlinkat(target, raw(&dir.fd), &new.name)?;
