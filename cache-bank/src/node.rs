@@ -25,7 +25,10 @@ use crate::metrics::BankMetrics;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
+
+/// How `--cache-nodes` names a node on a UNIX socket: `unix:/run/imca/cn.sock`.
+pub const UNIX_PREFIX: &str = "unix:";
 use tokio::sync::Mutex;
 
 pub const BACKOFF_MIN: Duration = Duration::from_millis(20);
@@ -98,7 +101,8 @@ impl Node {
                 });
             }
         }
-        let connected = if self.rdma { self.connect_rdma(connect_timeout).await } else { self.connect_tcp(connect_timeout).await };
+        // a UNIX socket node is on this host: RDMA does not apply
+        let connected = if self.rdma && !self.addr.starts_with(UNIX_PREFIX) { self.connect_rdma(connect_timeout).await } else { self.connect_tcp(connect_timeout).await };
         let connected = match connected {
             Ok(c) => self.login(c, connect_timeout).await,
             Err(e) => Err(e),
@@ -118,13 +122,22 @@ impl Node {
         }
     }
 
+    /// TCP to `host:port`, or a UNIX stream socket for `unix:/path` (a node
+    /// on this host started with `-s`; the same text protocol and tasks).
     async fn connect_tcp(&self, connect_timeout: Duration) -> Result<Conn, (DownReason, BankError)> {
-        match tokio::time::timeout(connect_timeout, TcpStream::connect(&self.addr)).await {
-            Ok(Ok(s)) => Ok(crate::tcp::TcpConn::start(self.addr.clone(), s)),
+        let connect = async {
+            match self.addr.strip_prefix(UNIX_PREFIX) {
+                Some(path) => Ok::<_, std::io::Error>(crate::tcp::TcpConn::start_unix(self.addr.clone(), UnixStream::connect(path).await?)),
+                None => Ok(crate::tcp::TcpConn::start(self.addr.clone(), TcpStream::connect(&self.addr).await?)),
+            }
+        };
+        match tokio::time::timeout(connect_timeout, connect).await {
+            Ok(Ok(c)) => Ok(c),
             Ok(Err(e)) => {
+                // no socket file at a UNIX path is no node listening: "refused"
                 let refused = matches!(
                     e.kind(),
-                    std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::ConnectionReset
+                    std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::NotFound
                 );
                 Err(if refused {
                     (DownReason::Refused, BankError::Refused(self.addr.clone()))

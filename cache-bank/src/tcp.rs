@@ -1,4 +1,5 @@
-//! One long-lived, pipelined text-protocol connection to one node over TCP.
+//! One long-lived, pipelined text-protocol connection to one node over TCP
+//! (or a UNIX stream socket: `unix:/path` nodes; the same tasks).
 //!
 //! Callers hand in a batch (the encoded commands plus what replies to
 //! expect); a writer task writes batches back to back (coalescing whatever
@@ -12,9 +13,8 @@ use crate::error::BankError;
 use crate::reply::{BatchParser, Expect};
 use bytes::BytesMut;
 use std::sync::atomic::Ordering;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedReadHalf;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
@@ -25,15 +25,25 @@ impl TcpConn {
     /// Wrap a connected stream. `SO_LINGER 0` makes every close a reset, so a
     /// node frozen with our bytes unread never applies them after we gave up.
     pub fn start(addr: String, stream: TcpStream) -> Conn {
-        Conn::start(addr, "tcp", |rx, shared| Self::spawn(stream, rx, shared))
-    }
-
-    fn spawn(stream: TcpStream, mut rx: mpsc::UnboundedReceiver<Batch>, shared: Shared) -> Vec<AbortHandle> {
-        let Shared { addr, alive, pending } = shared;
         let _ = stream.set_nodelay(true);
         #[allow(deprecated)] // linger 0 never blocks: it resets instead of draining
         let _ = stream.set_linger(Some(std::time::Duration::ZERO));
-        let (rd, mut wr) = stream.into_split();
+        let (rd, wr) = stream.into_split();
+        Conn::start(addr, "tcp", |rx, shared| Self::spawn(rd, wr, rx, shared))
+    }
+
+    /// Wrap a connected UNIX stream socket (a node on this host, `-s`).
+    pub fn start_unix(addr: String, stream: UnixStream) -> Conn {
+        let (rd, wr) = stream.into_split();
+        Conn::start(addr, "unix", |rx, shared| Self::spawn(rd, wr, rx, shared))
+    }
+
+    fn spawn<R, W>(rd: R, mut wr: W, mut rx: mpsc::UnboundedReceiver<Batch>, shared: Shared) -> Vec<AbortHandle>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let Shared { addr, alive, pending } = shared;
         let (ptx, prx) = mpsc::unbounded_channel::<(Vec<Expect>, oneshot::Sender<BatchResult>)>();
         let a1 = alive.clone();
         let name = addr.clone();
@@ -86,13 +96,13 @@ impl TcpConn {
     }
 }
 
-struct ReplyReader {
-    rd: OwnedReadHalf,
+struct ReplyReader<R> {
+    rd: R,
     buf: BytesMut,
     addr: String,
 }
 
-impl ReplyReader {
+impl<R: AsyncRead + Unpin> ReplyReader<R> {
     async fn fill(&mut self) -> Result<(), BankError> {
         if self.buf.capacity() - self.buf.len() < 16 * 1024 {
             self.buf.reserve(64 * 1024);

@@ -2,7 +2,7 @@
 //! here: what each does in `imca cache-node` — applied (`-r`, `-k`, `-P`),
 //! validated like memcached and then without effect (slab tuning, `-o`
 //! options of memcached's internals), or refused with a message that says
-//! why (`-d`, `-e`, `-C`, `-s`, `-a`, `-B`, `ext_*`). Runs before the node
+//! why (`-d`, `-e`, `-C`, `ext_*`). Runs before the node
 //! starts; `imca cache-node -h` lists the flags.
 
 use crate::config::{Args, Usage};
@@ -50,15 +50,6 @@ pub struct Extra {
     /// refused: disable CAS (the bank depends on it)
     #[arg(short = 'C', long = "disable-cas")]
     pub disable_cas: bool,
-    /// refused: UNIX socket (not built yet)
-    #[arg(short = 's', long = "unix-socket", value_name = "FILE")]
-    pub unix_socket: Option<String>,
-    /// refused: UNIX socket access mask (not built yet)
-    #[arg(short = 'a', long = "unix-mask", value_name = "MASK")]
-    pub unix_mask: Option<String>,
-    /// refused: protocol binding (every protocol is auto-negotiated)
-    #[arg(short = 'B', long = "protocol", value_name = "PROTO")]
-    pub protocol: Option<String>,
     /// print memcached's license and exit
     #[arg(short = 'i', long = "license")]
     pub license: bool,
@@ -105,12 +96,6 @@ pub fn apply(a: &Args) -> anyhow::Result<Verdict> {
     }
     if x.disable_cas {
         return refuse("-C", "CAS is always on (the cache bank's coherence depends on it)");
-    }
-    if x.unix_socket.is_some() || x.unix_mask.is_some() {
-        return refuse("-s/-a", "UNIX sockets are not built yet; listen on 127.0.0.1 (-l)");
-    }
-    if x.protocol.is_some() {
-        return refuse("-B", "every protocol (text, meta, binary) is auto-negotiated per connection");
     }
     // memcached's checks (its messages; it exits with status 1 on these)
     if x.factor.is_some_and(|f| f <= 1.0) {

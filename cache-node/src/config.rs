@@ -80,6 +80,18 @@ pub struct Args {
     /// protocol is then refused, as memcached does
     #[arg(short = 'Y', long = "auth-file", value_name = "FILE")]
     pub auth_file: Option<PathBuf>,
+    /// UNIX socket to listen on, instead of TCP (as memcached: `-s`
+    /// disables network support); a stale socket file left by a dead node
+    /// is replaced, a live node's is not
+    #[arg(short = 's', long = "unix-socket", value_name = "FILE")]
+    pub unix_socket: Option<PathBuf>,
+    /// access mask for the UNIX socket, in octal, like chmod (default: 700)
+    #[arg(short = 'a', long = "unix-mask", value_name = "MASK", default_value = "700")]
+    pub unix_mask: String,
+    /// protocol for the listener: auto (negotiated per connection by the
+    /// first byte), ascii (text and meta only) or binary
+    #[arg(short = 'B', long = "protocol", value_name = "PROTO")]
+    pub protocol: Option<String>,
     /// memcached's other flags (`compat.rs`: applied, without effect, or refused)
     #[command(flatten)]
     pub extra: crate::compat::Extra,
@@ -93,6 +105,72 @@ pub struct Usage(pub String);
 
 impl Usage {
     pub const EXIT: i32 = 64;
+}
+
+/// A listener that cannot be made (`failed to listen on ...`): memcached
+/// exits with status 71 (EX_OSERR) on it, and so does `imca`.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct OsErr(pub String);
+
+impl OsErr {
+    pub const EXIT: i32 = 71;
+}
+
+/// The exit status memcached would have for a start-up failure `e`.
+pub fn exit_status(e: &anyhow::Error) -> i32 {
+    if e.downcast_ref::<Usage>().is_some() {
+        Usage::EXIT
+    } else if e.downcast_ref::<OsErr>().is_some() {
+        OsErr::EXIT
+    } else {
+        1
+    }
+}
+
+/// `-B`: which protocols a connection may speak (memcached's
+/// `binding_protocol`). `Ascii` takes every byte as text (a binary request
+/// waits for a newline like any other line), `Binary` closes a connection
+/// whose request lacks the binary magic byte, as memcached does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binding {
+    Auto,
+    Ascii,
+    Binary,
+}
+
+impl Binding {
+    /// memcached's `-B` values and errors.
+    pub fn parse(s: &str) -> Result<Binding, Usage> {
+        match s {
+            "auto" => Ok(Binding::Auto),
+            "ascii" => Ok(Binding::Ascii),
+            "binary" => Ok(Binding::Binary),
+            _ => Err(Usage(format!("Invalid value for binding protocol: {s}\n -- should be one of auto, binary, or ascii"))),
+        }
+    }
+
+    /// As `stats settings` names it.
+    pub fn text(self) -> &'static str {
+        match self {
+            Binding::Auto => "auto-negotiate",
+            Binding::Ascii => "ascii",
+            Binding::Binary => "binary",
+        }
+    }
+}
+
+/// `-a`: octal digits, as memcached reads them. memcached takes anything
+/// (`strtol`, so `-a abc` is mask 0: a socket no one may use); a mask that
+/// is not octal is refused here instead.
+fn parse_mask(s: &str) -> Result<u32, Usage> {
+    let t = s.trim();
+    let ok = !t.is_empty() && t.len() <= 6 && t.bytes().all(|b| (b'0'..=b'7').contains(&b));
+    let bad = || Usage(format!("-a {s:?}: the UNIX socket access mask must be octal digits, like chmod's (e.g. 700, 0770)"));
+    if !ok {
+        return Err(bad());
+    }
+    u32::from_str_radix(t, 8).map_err(|_| bad())
 }
 
 /// `-I`'s number without the range check (done with memcached's message
@@ -134,6 +212,12 @@ pub struct Config {
     pub evictions: bool,
     /// `-A`: the `shutdown` command stops the node
     pub shutdown_enabled: bool,
+    /// `-s`: listen on this UNIX socket instead of TCP (`listen` is unused)
+    pub unix_socket: Option<PathBuf>,
+    /// `-a`: the socket file's permission bits (memcached applies `& 0777`)
+    pub unix_mask: u32,
+    /// `-B`
+    pub binding: Binding,
 }
 
 impl Default for Config {
@@ -153,6 +237,9 @@ impl Default for Config {
             flush_enabled: true,
             evictions: true,
             shutdown_enabled: false,
+            unix_socket: None,
+            unix_mask: 0o700,
+            binding: Binding::Auto,
         }
     }
 }
@@ -188,8 +275,20 @@ impl TryFrom<&Args> for Config {
         if a.item_max > (a.memory_mb.max(1) << 20) / 2 {
             return Err(Usage("Cannot set item size limit higher than 1/2 of memory max.".into()).into());
         }
+        let unix_mask = parse_mask(&a.unix_mask)?;
+        let mut binding = a.protocol.as_deref().map(Binding::parse).transpose()?;
+        if a.auth_file.is_some() {
+            // memcached: ASCII authentication binds the listener to ascii
+            if binding.is_some_and(|b| b != Binding::Ascii) {
+                return Err(Usage("ERROR: You cannot allow the BINARY protocol while using ascii authentication tokens.".into()).into());
+            }
+            binding = Some(Binding::Ascii);
+        }
+        if a.unix_socket.is_some() && matches!(a.transport, transport::select::TransportKind::Rdma) && a.rdma.is_none() {
+            return Err(Usage("--transport rdma serves RDMA on the TCP address, and -s disables network support: give --rdma ADDR".into()).into());
+        }
         let rdma_on_listen =
-            transport::select::use_rdma(a.transport, "cache node").map_err(anyhow::Error::msg)? && a.rdma.is_none();
+            transport::select::use_rdma(a.transport, "cache node").map_err(anyhow::Error::msg)? && a.rdma.is_none() && a.unix_socket.is_none();
         let host = if a.listen.contains(':') && !a.listen.starts_with('[') { format!("[{}]", a.listen) } else { a.listen.clone() };
         Ok(Config {
             listen: format!("{host}:{}", a.port),
@@ -206,6 +305,9 @@ impl TryFrom<&Args> for Config {
             flush_enabled: !a.disable_flush_all,
             evictions: !a.disable_evictions,
             shutdown_enabled: a.enable_shutdown,
+            unix_socket: a.unix_socket.clone(),
+            unix_mask,
+            binding: binding.unwrap_or(Binding::Auto),
         })
     }
 }

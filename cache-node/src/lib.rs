@@ -6,7 +6,7 @@
 //! against it unchanged.
 //!
 //! ```text
-//!  TCP accept (server.rs) ──> one task per connection
+//!  TCP or UNIX (-s) accept (listen.rs, server.rs) ──> one task per connection
 //!        bytes ──> Session (session.rs) ──parse──> cache-proto frames
 //!                      │   text / meta / binary chosen by the first byte
 //!                      └──> exec_{text,meta,binary}.rs ──> Node (node.rs):
@@ -49,9 +49,11 @@ mod clock;
 pub mod auth;
 pub mod compat;
 pub mod config;
+pub mod conns;
 mod exec_binary;
 mod exec_meta;
 mod exec_text;
+pub mod listen;
 pub mod metrics;
 pub mod node;
 pub mod rdma;
@@ -68,7 +70,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use tokio::net::TcpListener;
 
 pub use clock::Clock;
 pub use config::{Args, Config};
@@ -81,8 +82,11 @@ const DRAIN: Duration = Duration::from_secs(10);
 
 /// A running node started with [`start`].
 pub struct Handle {
-    /// the bound memcached address (useful when the config said port 0)
+    /// the bound memcached address (useful when the config said port 0);
+    /// `0.0.0.0:0` when listening on a UNIX socket (`unix_socket`) instead
     pub addr: SocketAddr,
+    /// the UNIX socket listened on (`-s`), instead of TCP
+    pub unix_socket: Option<std::path::PathBuf>,
     /// the bound metrics address, when `--metrics` was given
     pub metrics_addr: Option<SocketAddr>,
     /// the bound RDMA address, when `--rdma` or `--transport rdma` was given
@@ -107,9 +111,22 @@ pub async fn start(config: Config) -> anyhow::Result<Handle> {
     if config.metrics.is_some() {
         node.metrics = Some(metrics::Metrics::register(&registry)?);
     }
-    let listener = TcpListener::bind(&config.listen).await.with_context(|| format!("binding {}", config.listen))?;
-    let addr = listener.local_addr()?;
-    node.port.store(u32::from(addr.port()), Ordering::Relaxed);
+    let listener = listen::Listener::bind(&config).await?;
+    let addr = match &listener {
+        listen::Listener::Tcp(l) => l.local_addr()?,
+        listen::Listener::Unix(..) => SocketAddr::from(([0, 0, 0, 0], 0)),
+    };
+    // `stats settings` tcpport: memcached shows -p even when -s disables TCP
+    let port = match &listener {
+        listen::Listener::Tcp(_) => addr.port(),
+        listen::Listener::Unix(..) => config.listen.rsplit_once(':').and_then(|(_, p)| p.parse().ok()).unwrap_or(0),
+    };
+    node.port.store(u32::from(port), Ordering::Relaxed);
+    // what the ready file and the log name as this node's address
+    let shown = match &config.unix_socket {
+        Some(p) => format!("unix:{}", p.display()),
+        None => addr.to_string(),
+    };
     let node = Arc::new(node);
     let drain = daemon::Drain::new();
     let metrics_addr = match &config.metrics {
@@ -139,16 +156,16 @@ pub async fn start(config: Config) -> anyhow::Result<Handle> {
     }
     if let Some(path) = &config.ready_file {
         let ready = serde_json::json!({
-            "addr": addr.to_string(),
+            "addr": shown,
             "metrics": metrics_addr.map(daemon::metrics_url),
             "rdma": rdma_addr.map(|r| r.to_string()),
             "pid": std::process::id(),
         });
         daemon::write_ready_file(path, &ready)?;
     }
-    tracing::info!(%addr, ?metrics_addr, "cache node listening");
+    tracing::info!(addr = %shown, ?metrics_addr, "cache node listening");
     tokio::spawn(server::serve(listener, node.clone(), drain.token()));
-    Ok(Handle { addr, metrics_addr, rdma_addr, node, registry, drain })
+    Ok(Handle { addr, unix_socket: config.unix_socket.clone(), metrics_addr, rdma_addr, node, registry, drain })
 }
 
 /// Runs a node until `shutdown` resolves, then stops it gracefully.

@@ -20,6 +20,8 @@ pub struct Node {
     pub port: std::sync::atomic::AtomicU32,
     /// the `shutdown` command (with `-A`) asks `run` to stop through this
     pub shutdown: tokio::sync::Notify,
+    /// the open connections, for `stats conns`
+    pub conns: crate::conns::Table,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -54,6 +56,7 @@ impl Node {
             config,
             port: Default::default(),
             shutdown: tokio::sync::Notify::new(),
+            conns: Default::default(),
         }
     }
 

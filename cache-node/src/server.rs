@@ -1,4 +1,4 @@
-//! The TCP side, shaped like memcached's: one acceptor, `-t` worker threads,
+//! The socket side (TCP, or a UNIX socket with `-s`: `listen.rs`), shaped like memcached's: one acceptor, `-t` worker threads,
 //! each running its own single-threaded tokio runtime (its own epoll), and
 //! connections handed to workers round-robin. A connection lives on one
 //! thread for its whole life, so serving a request never needs a cross-thread
@@ -14,12 +14,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 use daemon::Shutdown;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
+use crate::conns::{Conn, State};
+use crate::listen::{Accepted, Listener};
 use crate::node::Node;
 use crate::session::{Progress, Session};
 
@@ -29,11 +31,12 @@ const KEEP_OUT: usize = 256 * 1024;
 /// How long shutdown waits for connections to finish their current batch.
 const DRAIN: Duration = Duration::from_secs(5);
 
-type NewConn = (std::net::TcpStream, OwnedSemaphorePermit);
+type NewConn = (Accepted, OwnedSemaphorePermit);
 
 /// Starts a worker thread; it finishes (and signals `done`) after shutdown
-/// once its connections have drained.
-fn worker(i: usize, node: Arc<Node>, shutdown: Shutdown) -> std::io::Result<(mpsc::UnboundedSender<NewConn>, oneshot::Receiver<()>)> {
+/// once its connections have drained. `listen_name` is the listener as
+/// `stats conns` shows it.
+fn worker(i: usize, node: Arc<Node>, shutdown: Shutdown, listen_name: Arc<str>) -> std::io::Result<(mpsc::UnboundedSender<NewConn>, oneshot::Receiver<()>)> {
     let (tx, mut rx) = mpsc::unbounded_channel::<NewConn>();
     let (done_tx, done) = oneshot::channel();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -47,11 +50,10 @@ fn worker(i: usize, node: Arc<Node>, shutdown: Shutdown) -> std::io::Result<(mps
                         Some((s, permit)) => {
                             let node = node.clone();
                             let rx = shutdown.clone();
+                            let listen_name = listen_name.clone();
                             conns.spawn(async move {
-                                if let Ok(stream) = TcpStream::from_std(s) {
-                                    if let Err(e) = connection(stream, node.clone(), rx).await {
-                                        tracing::debug!("connection: {e}");
-                                    }
+                                if let Err(e) = start_connection(s, &node, rx, &listen_name).await {
+                                    tracing::debug!("connection: {e}");
                                 }
                                 node.stats.curr_connections.fetch_sub(1, Ordering::Relaxed);
                                 drop(permit);
@@ -73,12 +75,14 @@ fn worker(i: usize, node: Arc<Node>, shutdown: Shutdown) -> std::io::Result<(mps
 
 /// Accept until `shutdown`, dealing connections to the worker threads; returns
 /// once the workers have drained.
-pub async fn serve(listener: TcpListener, node: Arc<Node>, mut shutdown: Shutdown) {
+pub async fn serve(listener: Listener, node: Arc<Node>, mut shutdown: Shutdown) {
     let limit = Arc::new(Semaphore::new(node.config.max_conns));
     let mut workers = Vec::new();
     let mut dones = Vec::new();
+    let listen_name: Arc<str> = listener.name().into();
+    node.conns.set_listener(listener.raw_fd(), listen_name.to_string(), node.store.clock.now());
     for i in 0..node.config.threads.max(1) {
-        match worker(i, node.clone(), shutdown.clone()) {
+        match worker(i, node.clone(), shutdown.clone(), listen_name.clone()) {
             Ok((tx, done)) => {
                 workers.push(tx);
                 dones.push(done);
@@ -92,7 +96,7 @@ pub async fn serve(listener: TcpListener, node: Arc<Node>, mut shutdown: Shutdow
             r = listener.accept() => r,
             _ = shutdown.recv() => break,
         };
-        let (stream, _) = match accepted {
+        let stream = match accepted {
             Ok(x) => x,
             Err(e) => {
                 // EMFILE and friends: back off instead of spinning.
@@ -105,19 +109,20 @@ pub async fn serve(listener: TcpListener, node: Arc<Node>, mut shutdown: Shutdow
             // memcached's answer when -c is reached.
             node.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
             tokio::spawn(async move {
-                let mut s = stream;
-                let _ = s.write_all(b"ERROR Too many open connections\r\n").await;
+                let _ = match stream {
+                    Accepted::Tcp(s) => refuse(TcpStream::from_std(s)).await,
+                    Accepted::Unix(s) => refuse(UnixStream::from_std(s)).await,
+                };
             });
             continue;
         };
-        let Ok(std_stream) = stream.into_std() else { continue };
         node.stats.curr_connections.fetch_add(1, Ordering::Relaxed);
         node.stats.total_connections.fetch_add(1, Ordering::Relaxed);
         if workers.is_empty() {
             break;
         }
         next = (next + 1) % workers.len();
-        if let Err(mpsc::error::SendError((_, permit))) = workers[next].send((std_stream, permit)) {
+        if let Err(mpsc::error::SendError((_, permit))) = workers[next].send((stream, permit)) {
             node.stats.curr_connections.fetch_sub(1, Ordering::Relaxed);
             drop(permit);
         }
@@ -129,9 +134,45 @@ pub async fn serve(listener: TcpListener, node: Arc<Node>, mut shutdown: Shutdow
     }
 }
 
-async fn connection(mut stream: TcpStream, node: Arc<Node>, mut shutdown: Shutdown) -> std::io::Result<()> {
-    stream.set_nodelay(true)?;
+/// memcached's answer when `-c` is reached.
+async fn refuse<S: AsyncWrite + Unpin>(s: std::io::Result<S>) -> std::io::Result<()> {
+    s?.write_all(b"ERROR Too many open connections\r\n").await
+}
+
+/// Takes an accepted socket onto this worker's runtime, lists it for
+/// `stats conns` while it lives, and serves it.
+async fn start_connection(s: Accepted, node: &Arc<Node>, shutdown: Shutdown, listen_name: &str) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let now = node.store.clock.now();
+    match s {
+        Accepted::Tcp(s) => {
+            let stream = TcpStream::from_std(s)?;
+            stream.set_nodelay(true)?;
+            let fd = stream.as_raw_fd();
+            let peer = stream.peer_addr().map_or_else(|_| "tcp:?".into(), |a| format!("tcp:{a}"));
+            let conn = node.conns.open(fd, peer, listen_name.into(), now);
+            let r = connection(stream, node.clone(), shutdown, conn).await;
+            node.conns.close(fd);
+            r
+        }
+        Accepted::Unix(s) => {
+            let stream = UnixStream::from_std(s)?;
+            let fd = stream.as_raw_fd();
+            // memcached has no peer address for a UNIX socket and prints this
+            let conn = node.conns.open(fd, "?:<AF 0>".into(), listen_name.into(), now);
+            let r = connection(stream, node.clone(), shutdown, conn).await;
+            node.conns.close(fd);
+            r
+        }
+    }
+}
+
+async fn connection<S>(mut stream: S, node: Arc<Node>, mut shutdown: Shutdown, conn: Arc<Conn>) -> std::io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let mut session = Session::new(node);
+    session.conn = Some(conn.clone());
     let mut input = BytesMut::with_capacity(READ_BUF);
     let mut out = Vec::with_capacity(READ_BUF);
     loop {
@@ -146,9 +187,11 @@ async fn connection(mut stream: TcpStream, node: Arc<Node>, mut shutdown: Shutdo
         if n == 0 {
             return Ok(());
         }
+        conn.set_state(State::ParseCmd);
         loop {
             let progress = session.process(&mut input, &mut out);
             if !out.is_empty() {
+                conn.set_state(State::Mwrite);
                 stream.write_all(&out).await?;
                 out.clear();
                 if out.capacity() > KEEP_OUT {
@@ -163,6 +206,8 @@ async fn connection(mut stream: TcpStream, node: Arc<Node>, mut shutdown: Shutdo
                 break;
             }
         }
+        // a request line whose data block has not arrived is memcached's conn_nread
+        conn.set_state(if session.awaiting_data(&input) { State::Nread } else { State::Read });
         if input.is_empty() && input.capacity() > KEEP_OUT {
             input = BytesMut::with_capacity(READ_BUF);
         }

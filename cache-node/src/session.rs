@@ -14,6 +14,8 @@ use bytes::{Buf, BytesMut};
 use cache_proto::{binary, text, Parse, BINARY_REQ_MAGIC};
 
 use crate::auth::{self, Login, Step};
+use crate::config::Binding;
+use crate::conns::Conn;
 use crate::node::Node;
 use crate::stats::{Counters, C};
 
@@ -48,6 +50,8 @@ pub struct Session {
     latency: Option<prometheus::local::LocalHistogram>,
     /// where the login stands (`Done` from the start without `-Y`)
     login: Login,
+    /// this connection's `stats conns` entry (none for RDMA and tests)
+    pub conn: Option<Arc<Conn>>,
 }
 
 /// What executing one frame asks of the session.
@@ -61,7 +65,24 @@ impl Session {
     pub fn new(node: Arc<Node>) -> Session {
         let latency = node.metrics.as_ref().map(|m| m.latency.local());
         let login = if node.config.auth.is_some() { Login::Line } else { Login::Done };
-        Session { node, pending: false, proto: None, swallow: 0, cnt: Counters::default(), latency, login }
+        // -B: a bound listener never negotiates
+        let proto = match node.config.binding {
+            Binding::Auto => None,
+            Binding::Ascii => Some(Proto::Text),
+            Binding::Binary => Some(Proto::Binary),
+        };
+        Session { node, pending: false, proto, swallow: 0, cnt: Counters::default(), latency, login, conn: None }
+    }
+
+    /// True when `input` (what the last `process` left) holds a request
+    /// whose line or header arrived but whose data has not: memcached's
+    /// `conn_nread`, for `stats conns`.
+    pub fn awaiting_data(&self, input: &[u8]) -> bool {
+        self.swallow > 0
+            || match self.proto {
+                Some(Proto::Binary) => input.len() >= cache_proto::binary::HEADER_LEN,
+                _ => input.contains(&b'\n'),
+            }
     }
 
     /// True when the last [`process`](Self::process) stopped because `out`
@@ -80,6 +101,9 @@ impl Session {
         let progress = self.run(input, out);
         // bytes_read counts what we consumed; a partial request counts next time.
         self.cnt.add(C::BytesRead, (in_len - input.len()) as u64);
+        if let Some(c) = self.conn.as_ref().filter(|_| in_len != input.len()) {
+            c.touch(self.node.store.clock.now());
+        }
         self.cnt.add(C::BytesWritten, (out.len() - before) as u64);
         self.node.stats.flush(&mut self.cnt);
         if let Some(l) = &self.latency {

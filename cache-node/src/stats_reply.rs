@@ -1,4 +1,4 @@
-//! `stats`, `stats settings`, `stats items`, `stats slabs` (a subset of
+//! `stats`, `stats settings`, `stats items`, `stats slabs`, `stats conns` (a subset of
 //! memcached's names with the same meanings; values are ours).
 
 use std::sync::atomic::Ordering;
@@ -67,9 +67,11 @@ fn settings(n: &Node) -> List {
         ("inter".into(), host.to_string()),
         ("verbosity".into(), c.verbose.to_string()),
         ("evictions".into(), if c.evictions { "on" } else { "off" }.into()),
+        ("domain_socket".into(), c.unix_socket.as_ref().map_or_else(|| "NULL".into(), |p| p.display().to_string())),
+        ("umask".into(), format!("{:o}", c.unix_mask)),
         ("num_threads".into(), c.threads.to_string()),
         ("cas_enabled".into(), "yes".into()),
-        ("binding_protocol".into(), "auto-negotiate".into()),
+        ("binding_protocol".into(), c.binding.text().into()),
         ("item_size_max".into(), c.item_max.to_string()),
         ("flush_enabled".into(), if c.flush_enabled { "yes" } else { "no" }.into()),
     ]
@@ -116,7 +118,7 @@ pub fn collect(n: &Node, args: &[&[u8]]) -> Option<List> {
         Some(b"items") => Some(items(n)),
         Some(b"slabs") => Some(slabs(n)),
         Some(b"sizes") => Some(vec![("sizes_status".into(), "disabled".into())]),
-        Some(b"conns") => Some(vec![]),
+        Some(b"conns") => Some(n.conns.stats(n.store.clock.now())),
         Some(b"reset") => {
             n.stats.reset();
             Some(vec![])

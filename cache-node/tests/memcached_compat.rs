@@ -8,6 +8,7 @@ mod common;
 
 use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::net::UnixStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -69,6 +70,38 @@ impl Memcached {
     }
 }
 
+/// Debian's memcached on a UNIX socket (`-s path`, no TCP), killed on drop.
+struct MemcachedUnix(Child);
+
+impl MemcachedUnix {
+    fn start(path: &std::path::Path, extra: &[&str]) -> MemcachedUnix {
+        let bin = need("memcached");
+        let user = if unsafe { libc_geteuid() } == 0 { vec!["-u", "root"] } else { vec![] };
+        let child = Command::new(bin)
+            .args(user)
+            .args(["-U", "0", "-m", "64", "-t", "2", "-c", "1024", "-s"])
+            .arg(path)
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start memcached");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while UnixStream::connect(path).is_err() {
+            assert!(Instant::now() < deadline, "memcached did not start on {}", path.display());
+            std::thread::sleep(Duration::from_millis(10)); // polling readiness, not waiting for it
+        }
+        MemcachedUnix(child)
+    }
+}
+
+impl Drop for MemcachedUnix {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 impl Drop for Memcached {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -97,15 +130,77 @@ fn unescape(s: &str) -> Vec<u8> {
     s.replace("\\r", "\r").replace("\\n", "\n").replace("\\t", "\t").into_bytes()
 }
 
+/// Like [`session`], over a UNIX socket.
+fn session_unix(path: &std::path::Path, req: &[u8]) -> Vec<u8> {
+    let mut s = UnixStream::connect(path).unwrap();
+    s.write_all(b"flush_all\r\n").unwrap();
+    assert_eq!(read_all(&mut s, b"OK\r\n"), b"OK\r\n");
+    let mut s = UnixStream::connect(path).unwrap();
+    s.write_all(req).unwrap();
+    let _ = s.shutdown(Shutdown::Write);
+    read_all(&mut s, b"\x00never\x00")
+}
+
+/// `common::read_until` for a UNIX stream.
+fn read_all(s: &mut UnixStream, until: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut out = Vec::new();
+    let mut buf = [0u8; 65536];
+    while Instant::now() < deadline && !out.ends_with(until) {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => break,
+        }
+    }
+    out
+}
+
+fn cases() -> Vec<Vec<u8>> {
+    include_str!("differential_cases.txt")
+        .split("\n====\n")
+        .map(|c| unescape(c.trim_matches('\n')))
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+/// `-s`: the same sessions (text, meta, and a binary one) over a UNIX
+/// socket answer byte for byte as memcached's on its UNIX socket.
+#[test]
+fn sessions_over_a_unix_socket_match_memcached() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pm, pi) = (dir.path().join("mc.sock"), dir.path().join("imca.sock"));
+    let _mc = MemcachedUnix::start(&pm, &[]);
+    let _node = TestNode::start(cache_node::Config { unix_socket: Some(pi.clone()), ..cache_node::Config::local() });
+    // memcached's default mask 0700 on both socket files
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    assert_eq!((mode(&pi), mode(&pm)), (0o700, 0o700));
+    let bin = [Request::encode(op::SET, &[0u8; 8], b"a", b"hello", 1, 0), Request::encode(op::GETK, &[], b"a", &[], 2, 0)].concat();
+    let mut failures = Vec::new();
+    for case in cases().iter().chain([&bin]) {
+        let (want, got) = (session_unix(&pm, case), session_unix(&pi, case));
+        let (want, got) = if case == &bin { (normalize_binary(want), normalize_binary(got)) } else { (want, got) };
+        if want != got {
+            failures.push(format!("request: {:?}\n memcached: {:?}\n imca:      {:?}", String::from_utf8_lossy(case), String::from_utf8_lossy(&want), String::from_utf8_lossy(&got)));
+        }
+    }
+    assert!(failures.is_empty(), "{} sessions differ:\n{}", failures.len(), failures.join("\n"));
+    // `stats settings` names the socket as memcached does
+    for p in [&pm, &pi] {
+        let text = String::from_utf8(session_unix(p, b"stats settings\r\n")).unwrap();
+        assert!(text.contains(&format!("STAT domain_socket {}\r\n", p.display())) && text.contains("STAT umask 700\r\n"), "{text}");
+    }
+}
+
 #[test]
 fn text_and_meta_sessions_match_memcached_byte_for_byte() {
     let mc = Memcached::start();
     let node = TestNode::local();
-    let cases: Vec<Vec<u8>> = include_str!("differential_cases.txt")
-        .split("\n====\n")
-        .map(|c| unescape(c.trim_matches('\n')))
-        .filter(|c| !c.is_empty())
-        .collect();
+    let cases = cases();
     assert!(cases.len() > 25);
     // plus pipelining of many requests in one write, and a too-large value
     let mut extra = Vec::new();

@@ -65,7 +65,6 @@ fn main() {
         eprintln!("imca: error: {e:#}");
         // memcached's exit status for a bad command line, for init scripts
         // that replace memcached with `imca cache-node`
-        let usage = e.downcast_ref::<cache_node::config::Usage>().is_some();
-        std::process::exit(if usage { cache_node::config::Usage::EXIT } else { 1 });
+        std::process::exit(cache_node::config::exit_status(&e));
     }
 }

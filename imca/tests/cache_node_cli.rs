@@ -101,6 +101,8 @@ fn bad_command_lines_fail_like_memcached() {
         &["-o", "bogus_opt"],
         &["-o", "modern,hashpower=70"],
         &["-o", "hashpower=abc"],
+        &["-B", "bogus"],
+        &["-Y", "/nonexistent", "-B", "binary"],
     ];
     for argv in cases {
         let mc = Command::new("memcached").args(["-p", "0", "-U", "0", "-u", "root"]).args(*argv).output().unwrap();
@@ -253,7 +255,7 @@ fn memcached_command_lines_start_or_say_why_not() {
     child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     child.wait().unwrap();
     assert!(err.contains("accepted without effect") && err.contains("idle_timeout"), "{err}");
-    for (argv, why) in [(&["-d"][..], "service manager"), (&["-B", "ascii"], "auto-negotiated"), (&["-o", "ext_path=/tmp/x:1g"], "extstore")] {
+    for (argv, why) in [(&["-d"][..], "service manager"), (&["-o", "ext_path=/tmp/x:1g"], "extstore")] {
         let out = Command::new(env!("CARGO_BIN_EXE_imca")).args(["cache-node", "-p", "0"]).args(argv).output().unwrap();
         assert!(!out.status.success(), "{argv:?} started");
         assert!(String::from_utf8_lossy(&out.stderr).contains(why), "{argv:?}: {}", String::from_utf8_lossy(&out.stderr));
@@ -322,6 +324,79 @@ fn item_sizes_match_memcached() {
         c.kill().unwrap();
         c.wait().unwrap();
     }
+}
+
+/// `-s`, `-a`: what memcached does with a socket path it cannot use (exit
+/// 71, "failed to listen on UNIX socket: PATH"), the same file modes for a
+/// mask, a dead node's socket file replaced; and where this node differs on
+/// purpose: a live node's socket is not taken over, and a mask that is not
+/// octal is refused (memcached reads `-a abc` as 0, a socket no one can use).
+#[test]
+fn unix_socket_flags_like_memcached() {
+    use std::os::unix::fs::PermissionsExt;
+    common_require_memcached();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("regular"), "not a socket").unwrap();
+    let imca = |argv: &[&str]| Command::new(env!("CARGO_BIN_EXE_imca")).arg("cache-node").args(argv).output().unwrap();
+    let memcached = |argv: &[&str]| Command::new("memcached").args(["-U", "0", "-u", "root"]).args(argv).output().unwrap();
+    for path in [d.join("no/such/dir/sock"), d.join("regular")] {
+        let p = path.to_str().unwrap();
+        let (mc, us) = (memcached(&["-s", p]), imca(&["-s", p]));
+        assert_eq!(us.status.code(), Some(71));
+        assert_eq!(us.status.code(), mc.status.code(), "{p}");
+        let want = format!("failed to listen on UNIX socket: {p}");
+        for out in [&mc, &us] {
+            assert!(String::from_utf8_lossy(&out.stderr).contains(&want), "{p}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        assert_eq!(std::fs::read(d.join("regular")).unwrap(), b"not a socket", "a file that is not a socket is never removed");
+    }
+    let bad_mask = imca(&["-s", d.join("m.sock").to_str().unwrap(), "-a", "abc"]);
+    assert_eq!(bad_mask.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&bad_mask.stderr).contains("octal"), "{}", String::from_utf8_lossy(&bad_mask.stderr));
+
+    // a mask gives the socket file the mode memcached gives it
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let spawn_on = |bin: &str, sock: &std::path::Path, mask: &str| {
+        let mut c = Command::new(bin);
+        if bin == "memcached" {
+            c.args(["-U", "0", "-u", "root"]);
+        } else {
+            c.arg("cache-node");
+        }
+        let child = c.arg("-s").arg(sock).args(["-a", mask]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::os::unix::net::UnixStream::connect(sock).is_err() {
+            assert!(Instant::now() < deadline, "nothing listens on {}", sock.display());
+            std::thread::sleep(Duration::from_millis(10)); // polling readiness
+        }
+        child
+    };
+    let (sm, si) = (d.join("mc.sock"), d.join("imca.sock"));
+    for mask in ["0770", "666", "1777"] {
+        let mut mc = spawn_on("memcached", &sm, mask);
+        let mut us = spawn_on(env!("CARGO_BIN_EXE_imca"), &si, mask);
+        assert_eq!(mode(&si), mode(&sm), "-a {mask}");
+        for c in [&mut mc, &mut us] {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+    }
+    // both left their (now dead) socket files: starting again replaces them
+    assert!(si.exists() && sm.exists());
+    let mut us = spawn_on(env!("CARGO_BIN_EXE_imca"), &si, "700");
+    assert_eq!(mode(&si), 0o700);
+    // a live node's socket is not taken over: the second start fails, the first still answers
+    let second = imca(&["-s", si.to_str().unwrap()]);
+    assert_eq!(second.status.code(), Some(71));
+    assert!(String::from_utf8_lossy(&second.stderr).contains("already in use"), "{}", String::from_utf8_lossy(&second.stderr));
+    let mut s = std::os::unix::net::UnixStream::connect(&si).unwrap();
+    s.write_all(b"version\r\nquit\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    assert_eq!(out, "VERSION 1.6.18\r\n");
+    us.kill().unwrap();
+    us.wait().unwrap();
 }
 
 /// A connection to a daemon just spawned: retried until it listens (its

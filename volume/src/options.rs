@@ -182,10 +182,19 @@ pub fn check_block_size(b: u32, limits: &Limits) -> Result<(), Invalid> {
 }
 
 /// A cache-node address: `host:port` with a non-zero port; the host may be
-/// a name or an IP (IPv6 in brackets). Reachability is checked separately
+/// a name or an IP (IPv6 in brackets); or `unix:/path` for a node on this
+/// host listening on a UNIX socket. Reachability is checked separately
 /// (`crate::probe`), only when a node joins.
 pub fn check_node_addr(addr: &str) -> Result<(), Invalid> {
     let bad = |m: &str| Err(Invalid::new("addr", format!("cache node address {addr:?} {m}")));
+    // `unix:/path`: a node on this host listening on a UNIX socket (`-s`)
+    if let Some(path) = addr.strip_prefix("unix:") {
+        return if path.starts_with('/') && path.len() < 108 && !path.contains(char::is_whitespace) {
+            Ok(())
+        } else {
+            bad("is not unix:/absolute/path (at most 107 bytes, no spaces)")
+        };
+    }
     let Some((host, port)) = addr.rsplit_once(':') else {
         return bad("is not host:port");
     };

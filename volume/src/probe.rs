@@ -122,6 +122,10 @@ pub async fn memcached_flush_all(addr: &str, deadline: Duration) -> io::Result<(
     answer.expect("exchange saw one response")
 }
 
+/// A connection to a node, TCP or UNIX.
+trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Stream for T {}
+
 /// Send `cmd` on a new connection and hand each response to `take` until it
 /// says the answer is complete, all within `deadline`.
 async fn exchange(
@@ -131,7 +135,11 @@ async fn exchange(
     mut take: impl FnMut(Response<&[u8]>) -> bool,
 ) -> io::Result<()> {
     let attempt = async {
-        let mut s = TcpStream::connect(addr).await?;
+        // `unix:/path`: a node on this host listening on a UNIX socket
+        let mut s: Box<dyn Stream> = match addr.strip_prefix("unix:") {
+            Some(path) => Box::new(tokio::net::UnixStream::connect(path).await?),
+            None => Box::new(TcpStream::connect(addr).await?),
+        };
         let mut req = LOGIN.get().cloned().unwrap_or_default();
         let mut login_pending = !req.is_empty();
         client::request(&mut req, cmd, &[]);

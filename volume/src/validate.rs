@@ -126,10 +126,10 @@ mod tests {
 
     #[test]
     fn node_addresses_duplicates_and_fences() {
-        for ok in ["127.0.0.1:11211", "cache-3.example:11211", "[::1]:11211"] {
+        for ok in ["127.0.0.1:11211", "cache-3.example:11211", "[::1]:11211", "unix:/run/imca/cn0.sock"] {
             check_node_addr(ok).unwrap();
         }
-        for bad in ["127.0.0.1", "host:0", "host:99999", ":11211", "a b:1", "::1:11211"] {
+        for bad in ["127.0.0.1", "host:0", "host:99999", ":11211", "a b:1", "::1:11211", "unix:relative.sock", "unix:"] {
             let e = check_node_addr(bad).unwrap_err();
             assert_eq!(e.field, "addr", "{bad}");
             assert!(e.message.contains(bad), "{bad}: {e}");

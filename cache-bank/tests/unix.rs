@@ -1,0 +1,66 @@
+//! `unix:/path` nodes: the bank reaches a cache node on this host through
+//! its UNIX socket (`imca cache-node -s`, and Debian's `memcached -s`), and
+//! a path with no node behind it is a refused node (a miss; writers may
+//! skip it: it holds nothing).
+
+use bytes::Bytes;
+use cache_bank::{Bank, BankOptions, CacheKey, Update};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use volume::Placement;
+
+fn opts() -> BankOptions {
+    BankOptions { timeout: Duration::from_millis(500), connect_timeout: Duration::from_millis(500), ..Default::default() }
+}
+
+fn key(i: usize) -> CacheKey {
+    CacheKey { key: format!("unix:{i}:{}", "k".repeat(40)), stripe: Some(i as u64) }
+}
+
+#[tokio::test]
+async fn a_bank_over_unix_sockets_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    // memcached makes its socket as `-u nobody`
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let (pi, pm) = (dir.path().join("imca.sock"), dir.path().join("mc.sock"));
+    let node = cache_node::start(cache_node::Config { threads: 1, unix_socket: Some(pi.clone()), ..cache_node::Config::local() })
+        .await
+        .unwrap();
+    let mut mc = Command::new("/usr/bin/memcached")
+        .args(["-U", "0", "-m", "64", "-t", "1", "-u", "nobody", "-a", "0777", "-s"])
+        .arg(&pm)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start memcached (apt-get install memcached)");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::os::unix::net::UnixStream::connect(&pm).is_err() {
+        assert!(Instant::now() < deadline, "memcached did not start on {}", pm.display());
+        std::thread::sleep(Duration::from_millis(10)); // polling readiness
+    }
+    let addrs = [format!("unix:{}", pi.display()), format!("unix:{}", pm.display())];
+    let bank = Bank::new(&addrs, Placement::Modulo, opts());
+    let keys: Vec<CacheKey> = (0..64).map(key).collect();
+    let vals: Vec<Bytes> = (0..64).map(|i| Bytes::from(format!("\r\nEND\r\nvalue {i}\0"))).collect();
+    let ups: Vec<Update> = keys.iter().zip(&vals).map(|(k, v)| Update::Set(k.clone(), v.clone())).collect();
+    bank.update(&ups, Some(Duration::from_secs(10))).await.unwrap();
+    let got = bank.get_many(&keys, false).await;
+    for (i, g) in got.iter().enumerate() {
+        assert_eq!(g.as_ref().map(|h| h.value.clone()), Some(vals[i].clone()), "key {i}");
+    }
+    // both nodes hold some: the imca node counted its sets
+    let on_imca = keys.iter().filter(|k| bank.node_for(k) == Some(0)).count();
+    assert!(on_imca > 0 && on_imca < 64);
+    assert_eq!(node.node.stats.get(cache_node::stats::C::CmdSet), on_imca as u64);
+
+    // a path nobody listens on: a fast miss, and a writer skips it
+    let gone = format!("unix:{}", dir.path().join("nobody.sock").display());
+    let bank = Bank::new(&[gone], Placement::Modulo, opts());
+    assert!(bank.get_many(&keys[..1], false).await[0].is_none());
+    bank.update(&ups[..1], Some(Duration::from_secs(5))).await.unwrap();
+
+    let _ = mc.kill();
+    let _ = mc.wait();
+    node.shutdown().await;
+}
