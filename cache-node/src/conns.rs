@@ -33,6 +33,8 @@ impl State {
 
 /// One connection's line in `stats conns`.
 pub struct Conn {
+    /// the socket's fd (memcached's `cfd=` in log lines, the key here)
+    pub fd: i32,
     /// `tcp:ip:port` of the peer; memcached prints `?:<AF 0>` for a UNIX
     /// socket peer (it has no address), and so does this
     pub addr: String,
@@ -67,7 +69,7 @@ impl Table {
     }
 
     pub fn open(&self, fd: i32, addr: String, listen_addr: String, now: u32) -> Arc<Conn> {
-        let c = Arc::new(Conn { addr, listen_addr, state: AtomicU8::new(State::Read as u8), last_cmd: AtomicU32::new(now) });
+        let c = Arc::new(Conn { fd, addr, listen_addr, state: AtomicU8::new(State::Read as u8), last_cmd: AtomicU32::new(now) });
         self.open.lock().unwrap_or_else(|e| e.into_inner()).insert(fd, c.clone());
         c
     }

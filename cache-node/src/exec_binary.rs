@@ -54,6 +54,7 @@ impl Session {
                 } else {
                     node.get(&mut self.cnt, req.key, touch)
                 };
+                self.log_get(req.key, r.as_ref().map(|(v, ..)| v.len()));
                 match r {
                     Some((v, flags, cas)) => {
                         let key: &[u8] = if with_key { req.key } else { &[] };
@@ -77,7 +78,10 @@ impl Session {
                 };
                 let (flags, exptime) =
                     if req.extras.len() == 8 { (req.extra_u32(0), clock.realtime(req.extra_u32(4) as i32)) } else { (0, 0) };
-                match node.store(&mut self.cnt, sop, req.key, flags, exptime, req.value, h.cas) {
+                let looked = self.store_lookup(req.key);
+                let r = node.store(&mut self.cnt, sop, req.key, flags, exptime, req.value, h.cas);
+                self.log_store(looked, sop, h.cas, req.key, exptime, req.value.len(), &r);
+                match r {
                     StoreResult::Stored(cas) => {
                         if !quiet {
                             ok(out, cas, &[], &[], &[])

@@ -139,6 +139,7 @@ impl Session {
             let value = if want_value { it.value.clone() } else { Bytes::new() };
             Some((before, value, won, stale, token_sent))
         });
+        self.log_get(&m.key, r.as_ref().map(|(v, ..)| v.len));
         let Some((v, value, won, stale, token_sent)) = r else {
             self.cnt.inc(C::GetMisses);
             if !m.has(b'q') {
@@ -183,7 +184,9 @@ impl Session {
         let exptime = node.store.clock.realtime(m.num_i32(b'T').unwrap_or(0));
         let cas_in = m.num_u64(b'C').unwrap_or(0);
         let op = if cas_in != 0 && op == StoreOp::Set { StoreOp::Cas } else { op };
+        let looked = self.store_lookup(&m.key);
         let r = node.store(&mut self.cnt, op, &m.key, m.flags_u32().unwrap_or(0), exptime, data, cas_in);
+        self.log_store(looked, op, cas_in, &m.key, exptime, data.len(), &r);
         let (code, cas) = match r {
             StoreResult::Stored(c) => ("HD", c),
             StoreResult::NotStored => ("NS", 0),

@@ -16,6 +16,16 @@ const MAX_GET_REPLY: usize = 32 << 20;
 
 impl Session {
     pub(crate) fn exec_text(&mut self, frame: Frame<'_>, out: &mut Vec<u8>) -> After {
+        // memcached writes out what is queued at a get or mn; any other
+        // command (even a quiet or failed one) queues a reply
+        let flushes = matches!(&frame, Frame::Request { cmd: Command::Get { .. }, .. })
+            || matches!(&frame, Frame::Request { cmd: Command::Meta(m), .. } if m.kind == cache_proto::meta::Kind::Noop);
+        let after = self.exec_frame(frame, out);
+        self.stacked = !flushes;
+        after
+    }
+
+    fn exec_frame(&mut self, frame: Frame<'_>, out: &mut Vec<u8>) -> After {
         match frame {
             Frame::Error { reply: r, noreply, swallow } => {
                 self.cnt.inc(C::ClientErrors);
@@ -56,10 +66,16 @@ impl Session {
             Command::Get { keys, cas, touch } => {
                 let touch = touch.map(|e| clock.realtime(e));
                 let start = out.len();
+                let watched = node.store.log.on(crate::watch::FETCHERS);
                 for key in keys {
+                    let mut len = 0;
                     let hit = node.get_with(&mut self.cnt, key, touch, |it| {
+                        len = it.value.len();
                         reply::value(out, key, it.flags, &it.value, cas.then_some(it.cas))
                     });
+                    if watched {
+                        self.log_get(key, hit.then_some(len));
+                    }
                     if hit && out.len() - start > MAX_GET_REPLY {
                         // memcached's answer when it cannot hold a reply.
                         out.truncate(start);
@@ -70,7 +86,10 @@ impl Session {
                 Status::End.encode(out);
             }
             Command::Store { op, key, flags, exptime, cas, noreply, .. } => {
-                let r = node.store(&mut self.cnt, op, key, flags, clock.realtime(exptime), data, cas);
+                let exptime = clock.realtime(exptime);
+                let looked = self.store_lookup(key);
+                let r = node.store(&mut self.cnt, op, key, flags, exptime, data, cas);
+                self.log_store(looked, op, cas, key, exptime, data.len(), &r);
                 if !noreply {
                     let status = match r {
                         StoreResult::Stored(_) => Status::Stored,
@@ -152,6 +171,7 @@ impl Session {
                 }
             }
             Command::Tuning { reply, .. } => reply::line(out, reply),
+            Command::Watch { kinds, noreply } => return self.watch(&kinds, noreply, out),
             Command::Meta(m) => return self.exec_meta(m, data, out),
         }
         After::Continue

@@ -15,6 +15,8 @@
 //!  --metrics ADDR ──> daemon::serve_metrics /metrics (metrics.rs), reading the same counters
 //!  --transport rdma / --rdma ADDR ──> rdma.rs: the same Session per RDMA message
 //!  -Y authfile ──> auth.rs: memcached's ASCII login, first on every connection
+//!  watch ──> watch.rs: log lines (fetchers, mutations, evictions, connevents) to watchers
+//!  stats conns ──> conns.rs: the open connections
 //! ```
 //!
 //! ## Threads and tasks
@@ -62,6 +64,7 @@ pub mod session;
 pub mod stats;
 mod stats_reply;
 pub mod store;
+pub mod watch;
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -24,6 +24,7 @@ use crate::conns::{Conn, State};
 use crate::listen::{Accepted, Listener};
 use crate::node::Node;
 use crate::session::{Progress, Session};
+use crate::watch::{self, Watcher};
 
 const READ_BUF: usize = 16 * 1024;
 /// Output buffers that grew past this (a huge multi-get) are not kept.
@@ -139,39 +140,70 @@ async fn refuse<S: AsyncWrite + Unpin>(s: std::io::Result<S>) -> std::io::Result
     s?.write_all(b"ERROR Too many open connections\r\n").await
 }
 
-/// Takes an accepted socket onto this worker's runtime, lists it for
-/// `stats conns` while it lives, and serves it.
+/// Takes an accepted socket onto this worker's runtime and serves it.
 async fn start_connection(s: Accepted, node: &Arc<Node>, shutdown: Shutdown, listen_name: &str) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
-    let now = node.store.clock.now();
     match s {
         Accepted::Tcp(s) => {
             let stream = TcpStream::from_std(s)?;
             stream.set_nodelay(true)?;
-            let fd = stream.as_raw_fd();
-            let peer = stream.peer_addr().map_or_else(|_| "tcp:?".into(), |a| format!("tcp:{a}"));
-            let conn = node.conns.open(fd, peer, listen_name.into(), now);
-            let r = connection(stream, node.clone(), shutdown, conn).await;
-            node.conns.close(fd);
-            r
+            let (fd, peer) = (stream.as_raw_fd(), stream.peer_addr().ok());
+            serve_listed(stream, fd, peer, node, shutdown, listen_name).await
         }
         Accepted::Unix(s) => {
             let stream = UnixStream::from_std(s)?;
             let fd = stream.as_raw_fd();
-            // memcached has no peer address for a UNIX socket and prints this
-            let conn = node.conns.open(fd, "?:<AF 0>".into(), listen_name.into(), now);
-            let r = connection(stream, node.clone(), shutdown, conn).await;
-            node.conns.close(fd);
-            r
+            serve_listed(stream, fd, None, node, shutdown, listen_name).await
         }
     }
 }
 
-async fn connection<S>(mut stream: S, node: Arc<Node>, mut shutdown: Shutdown, conn: Arc<Conn>) -> std::io::Result<()>
+/// Serves a connection while listing it for `stats conns` and telling
+/// `watch connevents` of its start and end. `peer` is `None` on a UNIX socket.
+async fn serve_listed<S>(
+    stream: S,
+    fd: i32,
+    peer: Option<std::net::SocketAddr>,
+    node: &Arc<Node>,
+    shutdown: Shutdown,
+    listen_name: &str,
+) -> std::io::Result<()>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let mut session = Session::new(node);
+    // memcached has no peer address for a UNIX socket and prints `?:<AF 0>`
+    let addr = peer.map_or_else(|| "?:<AF 0>".to_string(), |a| format!("tcp:{a}"));
+    let conn = node.conns.open(fd, addr, listen_name.into(), node.store.clock.now());
+    let log = &node.store.log;
+    if log.on(watch::CONNEVENTS) {
+        watch::log_conn(log, peer, None, fd);
+    }
+    let r = connection(stream, node.clone(), shutdown, conn).await;
+    node.conns.close(fd);
+    if log.on(watch::CONNEVENTS) {
+        let reason = match &r {
+            Ok(Ended::Normal) => "normal",
+            Ok(Ended::Shutdown) => "shutdown",
+            Err(_) => "error",
+        };
+        watch::log_conn(log, peer, Some(reason), fd);
+    }
+    r.map(|_| ())
+}
+
+/// How a connection ended (memcached's close reasons).
+enum Ended {
+    /// the peer closed, or asked to (`quit`)
+    Normal,
+    /// the node is stopping
+    Shutdown,
+}
+
+async fn connection<S>(mut stream: S, node: Arc<Node>, mut shutdown: Shutdown, conn: Arc<Conn>) -> std::io::Result<Ended>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut session = Session::new(node.clone());
     session.conn = Some(conn.clone());
     let mut input = BytesMut::with_capacity(READ_BUF);
     let mut out = Vec::with_capacity(READ_BUF);
@@ -182,10 +214,10 @@ where
         let n = tokio::select! {
             biased;
             r = stream.read_buf(&mut input) => r?,
-            _ = shutdown.recv() => return Ok(()),
+            _ = shutdown.recv() => return Ok(Ended::Shutdown),
         };
         if n == 0 {
-            return Ok(());
+            return Ok(Ended::Normal);
         }
         conn.set_state(State::ParseCmd);
         loop {
@@ -198,9 +230,15 @@ where
                     out = Vec::with_capacity(READ_BUF);
                 }
             }
+            if let Some(w) = session.take_watcher() {
+                conn.set_state(State::Watch);
+                let r = stream_watch(&mut stream, &w, &mut shutdown).await;
+                node.store.log.remove(&w);
+                return r;
+            }
             if progress == Progress::Close {
                 let _ = stream.shutdown().await;
-                return Ok(());
+                return Ok(Ended::Normal);
             }
             if !session.pending() {
                 break;
@@ -210,6 +248,28 @@ where
         conn.set_state(if session.awaiting_data(&input) { State::Nread } else { State::Read });
         if input.is_empty() && input.capacity() > KEEP_OUT {
             input = BytesMut::with_capacity(READ_BUF);
+        }
+    }
+}
+
+/// A `watch` connection: writes its log lines as they come until the peer
+/// goes away. What the peer sends is ignored (memcached stops reading a
+/// watcher); it is only read to notice the close.
+async fn stream_watch<S>(stream: &mut S, w: &Watcher, shutdown: &mut Shutdown) -> std::io::Result<Ended>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut sink = [0u8; 4096];
+    loop {
+        let lines = w.take();
+        if !lines.is_empty() {
+            stream.write_all(&lines).await?;
+            continue;
+        }
+        tokio::select! {
+            _ = w.ready.notified() => {}
+            r = stream.read(&mut sink) => if r? == 0 { return Ok(Ended::Normal) },
+            _ = shutdown.recv() => return Ok(Ended::Shutdown),
         }
     }
 }

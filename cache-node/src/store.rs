@@ -54,7 +54,12 @@ impl Item {
 }
 
 fn charge(key_len: usize, item: &Item) -> usize {
-    key_len + item.value.len() + ITEM_OVERHEAD
+    item_ntotal(key_len, item.value.len())
+}
+
+/// memcached's `ITEM_ntotal` of an item: what it is charged.
+pub fn item_ntotal(key_len: usize, value_len: usize) -> usize {
+    key_len + value_len + ITEM_OVERHEAD
 }
 
 pub struct Shard {
@@ -223,6 +228,8 @@ pub struct Store {
     cursor: AtomicUsize,
     /// memcached's `-M`: a store that does not fit is refused, nothing is evicted
     no_evict: bool,
+    /// `watch` (evictions are logged here, where they happen)
+    pub log: crate::watch::Log,
 }
 
 impl Store {
@@ -244,6 +251,7 @@ impl Store {
             tick: AtomicU64::new(0),
             cursor: AtomicUsize::new(0),
             no_evict: false,
+            log: Default::default(),
         }
     }
 
@@ -338,8 +346,29 @@ impl Store {
             let now = self.clock.now();
             if it.exptime == 0 || it.exptime > now {
                 self.evictions.fetch_add(1, Ordering::Relaxed);
+                if self.log.on(crate::watch::EVICTIONS) {
+                    self.log_eviction(&k, &it, now);
+                }
             }
         }
+    }
+
+    /// memcached's eviction line for `watch evictions`.
+    fn log_eviction(&self, key: &[u8], it: &Item, now: u32) {
+        use std::fmt::Write;
+        self.log.emit(crate::watch::EVICTIONS, |l| {
+            l.push_str("type=eviction key=");
+            crate::watch::uriencode(l, key);
+            let ttl = if it.exptime > 0 { i64::from(it.exptime) - i64::from(now) } else { -1 };
+            let _ = writeln!(
+                l,
+                " fetch={} ttl={ttl} la={} clsid={} size={}",
+                if it.fetched { "yes" } else { "no" },
+                now.wrapping_sub(it.atime) as i32,
+                crate::watch::clsid(charge(key.len(), it)),
+                it.value.len()
+            );
+        });
     }
 
     /// flush_all: immediate (drops everything) or at server time `at`.

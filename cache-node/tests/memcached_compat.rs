@@ -7,23 +7,15 @@
 mod common;
 
 use std::io::Write;
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use cache_proto::binary::{op, Header, Request, HEADER_LEN};
+use common::memcached::{need, Memcached, MemcachedUnix};
 use common::{read_until, TestNode};
 
-fn need(tool: &str) -> String {
-    for dir in ["/usr/bin", "/usr/local/bin", "/usr/sbin"] {
-        let p = format!("{dir}/{tool}");
-        if std::path::Path::new(&p).exists() {
-            return p;
-        }
-    }
-    panic!("`{tool}` is not installed: run `./dev deps` (Debian packages memcached libmemcached-tools)");
-}
 
 #[test]
 fn memccapable_passes_every_test() {
@@ -40,79 +32,6 @@ fn memccapable_passes_every_test() {
     assert!(text.contains("All tests passed"), "{text}");
 }
 
-/// Debian's memcached on a free loopback port, killed on drop.
-struct Memcached(Child, SocketAddr);
-
-impl Memcached {
-    fn start() -> Memcached {
-        Memcached::with(&[])
-    }
-
-    fn with(extra: &[&str]) -> Memcached {
-        let bin = need("memcached");
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let user = if unsafe { libc_geteuid() } == 0 { vec!["-u", "root"] } else { vec![] };
-        let child = Command::new(bin)
-            .args(user)
-            .args(["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0", "-m", "64", "-t", "2", "-c", "1024"])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start memcached");
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(addr).is_err() {
-            assert!(Instant::now() < deadline, "memcached did not start on {addr}");
-            std::thread::sleep(Duration::from_millis(10)); // polling readiness, not waiting for it
-        }
-        Memcached(child, addr)
-    }
-}
-
-/// Debian's memcached on a UNIX socket (`-s path`, no TCP), killed on drop.
-struct MemcachedUnix(Child);
-
-impl MemcachedUnix {
-    fn start(path: &std::path::Path, extra: &[&str]) -> MemcachedUnix {
-        let bin = need("memcached");
-        let user = if unsafe { libc_geteuid() } == 0 { vec!["-u", "root"] } else { vec![] };
-        let child = Command::new(bin)
-            .args(user)
-            .args(["-U", "0", "-m", "64", "-t", "2", "-c", "1024", "-s"])
-            .arg(path)
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start memcached");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while UnixStream::connect(path).is_err() {
-            assert!(Instant::now() < deadline, "memcached did not start on {}", path.display());
-            std::thread::sleep(Duration::from_millis(10)); // polling readiness, not waiting for it
-        }
-        MemcachedUnix(child)
-    }
-}
-
-impl Drop for MemcachedUnix {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Memcached {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-extern "C" {
-    #[link_name = "geteuid"]
-    fn libc_geteuid() -> u32;
-}
 
 /// Sends a whole session, half-closes, and reads every reply until the server closes.
 fn session(addr: SocketAddr, req: &[u8]) -> Vec<u8> {

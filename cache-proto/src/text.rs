@@ -64,6 +64,9 @@ pub enum Command<'a> {
     /// `slabs`) that a node without slabs or crawler answers as memcached
     /// does, changing nothing: the reply line is fixed by the parser
     Tuning { line: &'a [u8], reply: &'static str },
+    /// `watch [kind...]`: stream the node's log lines of these kinds
+    /// (memcached's fetchers, mutations, ...); the node validates the kinds
+    Watch { kinds: Vec<&'a [u8]>, noreply: bool },
     Meta(MetaCommand<'a>),
 }
 
@@ -284,6 +287,7 @@ pub fn parse_line(line: &[u8]) -> Result<LineOutcome<'_>, Frame<'_>> {
             Command::FlushAll { delay, noreply }
         }
         b"stats" => Command::Stats { args: t[1..].to_vec() },
+        b"watch" => Command::Watch { kinds: t[1..].to_vec(), noreply },
         b"version" => Command::Version,
         b"quit" => Command::Quit,
         b"shutdown" => Command::Shutdown {

@@ -2,6 +2,8 @@
 //! so synchronous clients (memcache crate, std sockets) can talk to it.
 #![allow(dead_code)]
 
+pub mod memcached;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};

@@ -117,6 +117,12 @@ impl Command<'_> {
                 noreply(out, *nr);
             }
             Command::Tuning { line, .. } => out.extend_from_slice(line),
+            Command::Watch { kinds, .. } => {
+                out.extend_from_slice(b"watch");
+                for k in kinds {
+                    arg(out, k);
+                }
+            }
             Command::Meta(m) => {
                 m.encode_line(out);
                 return;
