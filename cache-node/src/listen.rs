@@ -42,7 +42,11 @@ impl Listener {
             Some(path) => Ok(Listener::Unix(bind_unix(path, config.unix_mask)?, path.clone())),
             None => match TcpListener::bind(&config.listen).await {
                 Ok(l) => Ok(Listener::Tcp(l)),
-                Err(e) => Err(OsErr(format!("failed to listen on {}: {e}", config.listen)).into()),
+                // memcached's words (it was given -l; without, it names the port)
+                Err(e) => {
+                    let host = config.listen.rsplit_once(':').map_or(config.listen.as_str(), |(h, _)| h);
+                    Err(OsErr(format!("failed to listen on one of interface(s) {host}: {e}")).into())
+                }
             },
         }
     }

@@ -351,6 +351,13 @@ fn unix_socket_flags_like_memcached() {
         }
         assert_eq!(std::fs::read(d.join("regular")).unwrap(), b"not a socket", "a file that is not a socket is never removed");
     }
+    // a TCP port in use: memcached's words and exit status
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port().to_string();
+    let (mc, us) = (memcached(&["-l", "127.0.0.1", "-p", &port]), imca(&["-l", "127.0.0.1", "-p", &port]));
+    assert_eq!((us.status.code(), mc.status.code()), (Some(71), Some(71)));
+    let want = String::from_utf8_lossy(&mc.stderr).trim().to_string();
+    assert!(String::from_utf8_lossy(&us.stderr).contains(&want), "{want:?} vs {}", String::from_utf8_lossy(&us.stderr));
     let bad_mask = imca(&["-s", d.join("m.sock").to_str().unwrap(), "-a", "abc"]);
     assert_eq!(bad_mask.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&bad_mask.stderr).contains("octal"), "{}", String::from_utf8_lossy(&bad_mask.stderr));
