@@ -34,7 +34,8 @@
 //! batch's typed responses the same way for either transport:
 //!
 //! - TCP (`tcp.rs`): per node connection, one writer task and one reader
-//!   task (replies arrive in request order);
+//!   task (replies arrive in request order); the same tasks over a UNIX
+//!   stream socket for a node named `unix:/path` (a node on this host, `-s`);
 //! - RDMA (`rdma.rs`, cargo feature `rdma`, [`BankOptions::rdma`]): the same
 //!   batches as RDMA messages to the node's RDMA listener, one message in
 //!   flight per connection, multi-get values RDMA-Written into our buffers.

@@ -55,6 +55,7 @@ pub mod conns;
 mod exec_binary;
 mod exec_meta;
 mod exec_text;
+mod exec_watch;
 pub mod listen;
 pub mod metrics;
 pub mod node;
