@@ -209,9 +209,7 @@ pub fn clsid(ntotal: usize) -> u32 {
             // the largest class: chunk_max (bigger items are chained from it)
             return id;
         }
-        if s % 8 != 0 {
-            s += 8 - s % 8;
-        }
+        s = s.next_multiple_of(8);
         if ntotal <= s {
             return id;
         }
