@@ -175,8 +175,20 @@ fn forged_bank_values_under_the_right_keys_do_not_reach_applications() {
     let fid = xlator::FileId::from_hex(&xattr(&c.export(0).join("root-only"), "user.imca.fid")).unwrap();
     let (skey, bkey) = (keys.stat(fid), keys.block(fid, 0));
     let node = memcache::Client::connect(format!("memcache://{}?protocol=ascii", c.cache_addrs()[0])).unwrap();
-    let cached: Vec<u8> = node.get(&skey.key).unwrap().expect("the stat is in the bank");
-    assert!(cached.len() > 20 && &cached[..3] == b"IM\x02", "a MACed value (format 2)");
+    // The gateway stores what it read after answering (a queued cas): wait
+    // until the value, not the claim's placeholder, is there.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let cached: Vec<u8> = loop {
+        let v: Option<Vec<u8>> = node.get(&skey.key).unwrap();
+        match v {
+            Some(v) if v.len() > 20 && &v[..3] == b"IM\x02" => break v,
+            other => {
+                assert!(std::time::Instant::now() < deadline, "no MACed stat (format 2) in the bank: {other:?}");
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                let _ = std::fs::metadata(&private); // a lost claim is made again
+            }
+        }
+    };
     let attr = cache_bank::value::parse_attr(&cached[20..]).expect("a stat payload");
 
     // The forgeries: a world-readable stat owned by the attacker and a block
