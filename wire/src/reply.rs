@@ -37,6 +37,8 @@ pub enum Reply {
     /// not know the session (it restarted, or forgot an expired one: the
     /// gateway may have missed invalidations), and the invalidations
     Callbacks { lease_ms: u32, seq: u64, fresh: bool, items: Vec<Invalidation> },
+    /// getlk: the lock that blocks the one asked about (or it, unlocked)
+    Lock(Lock),
 }
 
 /// A decoded reply.
@@ -112,6 +114,10 @@ pub fn encode_reply(epoch: u64, result: &Result<Reply, FsError>) -> Message {
                 fresh.enc(&mut w);
                 items.enc(&mut w)
             }
+            Reply::Lock(x) => {
+                w.put_u8(13);
+                x.enc(&mut w)
+            }
         },
     }
     Message::new(w.freeze(), bulk)
@@ -143,6 +149,7 @@ pub fn decode_reply(msg: &Message) -> Result<ReplyMsg, WireError> {
             fresh: Dec::dec(&mut r)?,
             items: Dec::dec(&mut r)?,
         }),
+        13 => Ok(Reply::Lock(Dec::dec(&mut r)?)),
         t => return Err(WireError::BadTag { what: "reply", tag: t }),
     };
     r.finish()?;
@@ -186,6 +193,7 @@ shapes!(
     Vec<DirEntry> => Entries,
     StatFs => StatFs,
     Vec<String> => Names,
+    Lock => Lock,
 );
 
 impl ReplyShape for () {

@@ -77,6 +77,17 @@ fn config() -> impl Strategy<Value = CacheConfig> {
         })
 }
 
+fn lock() -> impl Strategy<Value = Lock> {
+    (0u8..2, 0u8..3, any::<(u64, u64, u64, u32)>()).prop_map(|(k, t, (start, end, owner, pid))| Lock {
+        kind: [LockKind::Posix, LockKind::Flock][k as usize],
+        typ: [LockType::Read, LockType::Write, LockType::Unlock][t as usize],
+        start,
+        end,
+        owner,
+        pid,
+    })
+}
+
 fn request() -> impl Strategy<Value = Request> {
     let rf = any::<(bool, bool)>().prop_map(|(noreplace, exchange)| RenameFlags { noreplace, exchange });
     let xf = any::<(bool, bool)>().prop_map(|(create, replace)| XattrFlags { create, replace });
@@ -113,6 +124,8 @@ fn request() -> impl Strategy<Value = Request> {
         (loc(), name()).prop_map(|(loc, name)| Request::Getxattr { loc, name }),
         loc().prop_map(|loc| Request::Listxattr { loc }),
         (loc(), name()).prop_map(|(loc, name)| Request::Removexattr { loc, name }),
+        (loc(), lock()).prop_map(|(loc, lock)| Request::Getlk { loc, lock }),
+        (loc(), lock(), any::<bool>()).prop_map(|(loc, lock, wait)| Request::Setlk { loc, lock, wait }),
         Just(Request::GetVolumeConfig {}),
         config().prop_map(|config| Request::SetVolumeConfig { config }),
         any::<(u64, u64)>().prop_map(|(session, acked)| Request::Poll { session, acked }),
@@ -161,6 +174,7 @@ fn reply() -> impl Strategy<Value = Result<Reply, FsError>> {
             .prop_map(|(accepted, config, fence)| Ok(Reply::Config { accepted, config, fence })),
         (any::<(u32, u64, bool)>(), proptest::collection::vec(invalidation(), 0..10))
             .prop_map(|((lease_ms, seq, fresh), items)| Ok(Reply::Callbacks { lease_ms, seq, fresh, items })),
+        lock().prop_map(|l| Ok(Reply::Lock(l))),
     ]
 }
 
@@ -258,7 +272,7 @@ fn opcodes_never_move() {
     let names = [
         "lookup", "getattr", "setattr", "readlink", "mknod", "mkdir", "create", "symlink", "link", "unlink", "rmdir",
         "rename", "open", "release", "read", "write", "flush", "fsync", "readdir", "statfs", "setxattr", "getxattr",
-        "listxattr", "removexattr",
+        "listxattr", "removexattr", "getlk", "setlk",
     ];
     let table: Vec<(&str, u8)> = Fop::ALL.iter().map(|f| (f.name(), f.code())).collect();
     let want: Vec<(&str, u8)> = names.iter().zip(1u8..).map(|(n, c)| (*n, c)).collect();

@@ -63,6 +63,14 @@ macro_rules! for_each_fop {
             Getxattr getxattr = 22 (loc: &Loc as Loc, name: &str as String) -> Data;
             Listxattr listxattr = 23 (loc: &Loc as Loc) -> Vec<String>;
             Removexattr removexattr = 24 (loc: &Loc as Loc, name: &str as String) -> ();
+            /// F_GETLK: the lock that would block `lock`, or `lock` itself
+            /// with type `Unlock` when none would. Decided by the file's
+            /// ordering server (see stripe).
+            Getlk getlk = 25 (loc: &Loc as Loc, lock: &Lock as Lock) -> Lock;
+            /// Take, change or drop a lock. A conflict fails with EAGAIN; with
+            /// `wait` the server first holds the request a few seconds for the
+            /// holder to let go (the caller asks again after EAGAIN).
+            Setlk setlk = 26 (loc: &Loc as Loc, lock: &Lock as Lock, wait: bool as bool) -> ();
         }
     };
 }
@@ -111,7 +119,7 @@ macro_rules! by_value {
 
 use crate::types::*;
 
-by_ref!(Loc => Loc, NewFile => NewFile, SetAttr => SetAttr, String => str);
+by_ref!(Loc => Loc, NewFile => NewFile, SetAttr => SetAttr, Lock => Lock, String => str);
 by_value!(u32, i32, u64, bool, RenameFlags, XattrFlags, Data);
 
 impl ToWire<Data> for &[u8] {

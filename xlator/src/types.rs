@@ -217,3 +217,40 @@ pub struct WriteReply {
 /// Read payloads travel as `Bytes` so a block can go from socket buffer to
 /// FUSE reply without copies.
 pub type Data = Bytes;
+
+/// What a lock request asks for (fcntl's `l_type`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+pub enum LockType {
+    Read,
+    Write,
+    Unlock,
+}
+
+/// Which family a lock belongs to: POSIX byte-range locks (fcntl, lockf and
+/// OFD locks; an OFD lock's owner is its open file) or BSD `flock`. The two
+/// families never conflict with each other, as on a local Linux file system.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+pub enum LockKind {
+    Posix,
+    Flock,
+}
+
+/// The last byte of a lock that runs to the end of the file, however long it
+/// grows (the kernel's OFFSET_MAX).
+pub const LOCK_TO_EOF: u64 = i64::MAX as u64;
+
+/// A byte-range lock as the getlk/setlk operations carry it. The owner is
+/// the FUSE lock owner; the storage server pairs it with the session (the
+/// gateway) the request came in, so owners of different gateways never mix.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+pub struct Lock {
+    pub kind: LockKind,
+    pub typ: LockType,
+    /// first byte
+    pub start: u64,
+    /// last byte, inclusive ([`LOCK_TO_EOF`]: to the end of the file)
+    pub end: u64,
+    pub owner: u64,
+    /// the holder's process id on its gateway (what F_GETLK reports)
+    pub pid: u32,
+}

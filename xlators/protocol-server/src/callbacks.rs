@@ -196,6 +196,12 @@ impl Callbacks {
         self.lease
     }
 
+    /// Whether gateway `session` holds a lease now (the lock table drops the
+    /// locks of one that does not).
+    pub fn is_live(&self, session: u64) -> bool {
+        self.sessions.lock().unwrap().get(&session).is_some_and(|s| self.live(s, Instant::now()))
+    }
+
     fn live(&self, s: &Session, now: Instant) -> bool {
         now < s.renewed + self.lease
     }

@@ -16,12 +16,18 @@
 //! ([`invalidations`]) reach every other gateway holding a lease before the
 //! reply goes out. `Poll` requests renew a gateway's lease and carry its
 //! invalidations back.
+//!
+//! Locks ([`locks`]): getlk/setlk are answered here, from this server's lock
+//! table, not by the translators below: a lock belongs to the gateway
+//! session the request came in and lasts while that session's lease does.
 
 pub mod callbacks;
 pub mod invalidations;
+pub mod locks;
 mod metrics;
 
 use callbacks::Callbacks;
+use locks::Locks;
 use metrics::Metrics;
 use volume::Volume;
 use async_trait::async_trait;
@@ -35,6 +41,7 @@ pub struct ProtocolServer {
     top: Arc<dyn Translator>,
     volume: Arc<Volume>,
     callbacks: Callbacks,
+    locks: Locks,
     metrics: Metrics,
 }
 
@@ -55,7 +62,8 @@ impl ProtocolServer {
         registry: &prometheus::Registry,
     ) -> ProtocolServer {
         let callbacks = Callbacks::with_record(lease, record, registry);
-        ProtocolServer { top, volume, callbacks, metrics: Metrics::register(registry) }
+        let locks = Locks::new(callbacks.lease(), registry);
+        ProtocolServer { top, volume, callbacks, locks, metrics: Metrics::register(registry) }
     }
 
     async fn dispatch(&self, session: u64, req: Request) -> FsResult<Reply> {
@@ -75,6 +83,10 @@ impl ProtocolServer {
                     tracing::info!(epoch, "volume config changed");
                 }
                 Ok(Reply::Config { accepted, fence: self.volume.fences.open(&config), config })
+            }
+            Request::Getlk { loc, lock } => self.locks.getlk(session, &loc, lock, &self.callbacks).map(Reply::Lock),
+            Request::Setlk { loc, lock, wait } => {
+                self.locks.setlk(session, &loc, lock, wait, &self.callbacks).await.map(|()| Reply::Unit)
             }
             file_op if invalidations::mutates(&file_op) => {
                 let copy = file_op.clone();

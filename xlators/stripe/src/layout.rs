@@ -5,6 +5,17 @@
 //! copies have a hole there, so every server's file is sparse and the
 //! logical file size is the largest per-server size.
 
+/// The server that orders a file's changes and decides its locks: the
+/// file id's low 64 bits modulo S (ids are random, so files spread evenly),
+/// the root's and an unknown id's server 0. Every gateway computes the same
+/// index from the same id, whatever the order of its server list's replies.
+pub fn ordering_server(fid: Option<xlator::FileId>, servers: usize) -> usize {
+    match fid {
+        Some(f) if f != xlator::FileId::ROOT && servers > 1 => (f.0 as u64 % servers as u64) as usize,
+        _ => 0,
+    }
+}
+
 /// One contiguous piece of a request that a single server serves.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Piece {
@@ -41,6 +52,15 @@ pub fn pieces(offset: u64, len: usize, unit: u64, servers: usize) -> Vec<Piece> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ordering_server_is_the_id_mod_s_and_the_root_is_server_0() {
+        use xlator::FileId;
+        assert_eq!(ordering_server(Some(FileId::ROOT), 3), 0);
+        assert_eq!(ordering_server(None, 3), 0);
+        assert_eq!(ordering_server(Some(FileId((7u128 << 100) | 5)), 3), 2);
+        assert_eq!(ordering_server(Some(FileId(5)), 1), 0);
+    }
 
     #[test]
     fn one_server_is_one_piece() {

@@ -22,6 +22,8 @@
 //!   listings, symlink targets, xattr reads) comes from server 0 alone: a
 //!   lookup asks server 0 first and the others only for a file; a getattr of
 //!   a known directory id asks server 0 only ([`kinds`]).
+//! * Locks: every getlk/setlk of a file goes to its *ordering server*
+//!   ([`layout::ordering_server`]), whose lock table alone decides.
 //! * Errors: if any server fails, the operation fails (EIO preferred: it says a
 //!   server is unreachable). Removals and renames that fail half-way are
 //!   logged; there is no self-heal (yet). A write is the exception: it
@@ -84,6 +86,11 @@ impl Stripe {
 
     fn first(&self) -> &Next {
         &self.subvols[0]
+    }
+
+    /// The file's ordering server, which alone decides its locks.
+    fn orderer(&self, loc: &Loc) -> &Next {
+        &self.subvols[layout::ordering_server(loc.fid, self.subvols.len())]
     }
 
     fn rest(&self) -> &[Next] {
@@ -359,6 +366,14 @@ impl Translator for Stripe {
 
     async fn removexattr(&self, loc: &Loc, name: &str) -> FsResult<()> {
         all_ok(self.on_all(|s| s.removexattr(loc, name)).await).map(drop)
+    }
+
+    async fn getlk(&self, loc: &Loc, lock: &Lock) -> FsResult<Lock> {
+        self.orderer(loc).getlk(loc, lock).await
+    }
+
+    async fn setlk(&self, loc: &Loc, lock: &Lock, wait: bool) -> FsResult<()> {
+        self.orderer(loc).setlk(loc, lock, wait).await
     }
 }
 

@@ -1,0 +1,289 @@
+//! POSIX and flock locks across gateways, on a file's ordering server.
+//!
+//! ```text
+//!  gateway G (session g) ── Setlk{fid, lock, wait} ──> protocol-server ──> Locks::setlk
+//!      conflict with a live holder:  wait=false → EAGAIN
+//!                                    wait=true  → hold the request (≤ HOLD) until a release
+//!                                                 wakes it; still blocked → EAGAIN, G asks again
+//!      conflict with a dead holder (its gateway stopped polling, lease over):
+//!                                    drop all that gateway's locks, look again
+//!      no conflict:                  set it ([`table`]), wake the waiters
+//! ```
+//!
+//! Locks live in this table only (the model is GlusterFS `features/locks`):
+//! never in the exported file system, never below protocol-server, because a
+//! lock belongs to a gateway session and lives as long as that gateway's
+//! kernel-cache lease ([`crate::callbacks`]). Stripe sends every lock request
+//! of a file to one server, so this table decides alone. A restarted server
+//! starts with no locks. Everything is bounded: locks per file, per session
+//! and in all ([`MAX_PER_FILE`], [`MAX_PER_SESSION`], [`MAX_LOCKS`]; past them
+//! ENOLCK), and requests held waiting ([`MAX_WAITERS`]; past it EAGAIN at
+//! once, and the gateway asks again).
+
+pub mod table;
+
+use crate::callbacks::Callbacks;
+use prometheus::{IntCounterVec, IntGauge, Opts, Registry};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Mutex;
+use std::time::Duration;
+use table::{FileLocks, Held, Holder};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use wire::NO_SESSION;
+use xlator::{FileId, FsError, FsResult, Loc, Lock, LockType};
+
+/// Locks on one file.
+pub const MAX_PER_FILE: usize = 4096;
+/// Locks one gateway holds on this server.
+pub const MAX_PER_SESSION: usize = 65536;
+/// Locks on this server.
+pub const MAX_LOCKS: usize = 262_144;
+/// Blocking requests held at once.
+pub const MAX_WAITERS: usize = 4096;
+/// How long a blocking request is held before the gateway is told to ask
+/// again (well inside the gateway's 10 s operation timeout).
+pub const HOLD: Duration = Duration::from_secs(3);
+
+#[derive(Default)]
+struct State {
+    files: HashMap<FileId, FileLocks>,
+    /// per session: locks held, and when it first took one here (a lock
+    /// taken before the gateway's first poll arrived is not orphaned)
+    sessions: HashMap<u64, (usize, Instant)>,
+    total: usize,
+    last_sweep: Option<Instant>,
+}
+
+struct Metrics {
+    /// `imca_storage_lock_requests_total{op, outcome}`
+    requests: IntCounterVec,
+    /// `imca_storage_locks_held`
+    held: IntGauge,
+    /// `imca_storage_lock_waiters`
+    waiters: IntGauge,
+    /// `imca_storage_locks_reclaimed_total`: dropped when their gateway's lease ran out
+    reclaimed: prometheus::IntCounter,
+}
+
+impl Metrics {
+    fn register(registry: &Registry) -> Metrics {
+        let requests = IntCounterVec::new(
+            Opts::new("imca_storage_lock_requests_total", "Lock requests (getlk, setlk) by outcome"),
+            &["op", "outcome"],
+        )
+        .expect("valid metric");
+        let held = IntGauge::new("imca_storage_locks_held", "POSIX and flock locks held on this server").expect("valid metric");
+        let waiters = IntGauge::new("imca_storage_lock_waiters", "Blocking lock requests waiting on this server").expect("valid metric");
+        let reclaimed = prometheus::IntCounter::new(
+            "imca_storage_locks_reclaimed_total",
+            "Locks dropped because their gateway's lease ran out",
+        )
+        .expect("valid metric");
+        let _ = registry.register(Box::new(requests.clone()));
+        let _ = registry.register(Box::new(held.clone()));
+        let _ = registry.register(Box::new(waiters.clone()));
+        let _ = registry.register(Box::new(reclaimed.clone()));
+        Metrics { requests, held, waiters, reclaimed }
+    }
+
+    fn count(&self, op: &str, outcome: &str) {
+        self.requests.with_label_values(&[op, outcome]).inc();
+    }
+}
+
+/// The lock table of one storage server.
+pub struct Locks {
+    state: Mutex<State>,
+    /// every waiter wakes on any release and looks again
+    released: Notify,
+    waiters: AtomicUsize,
+    /// how long a session's lease lasts (grace for a gateway not yet polling)
+    lease: Duration,
+    hold: Duration,
+    metrics: Metrics,
+}
+
+/// Counts a held request while it waits.
+struct Waiting<'a>(&'a Locks);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.waiters.fetch_sub(1, SeqCst);
+        self.0.metrics.waiters.dec();
+    }
+}
+
+impl Locks {
+    pub fn new(lease: Duration, registry: &Registry) -> Locks {
+        Locks::with_hold(lease, HOLD, registry)
+    }
+
+    /// With another hold time (tests).
+    pub fn with_hold(lease: Duration, hold: Duration, registry: &Registry) -> Locks {
+        Locks {
+            state: Mutex::default(),
+            released: Notify::new(),
+            waiters: AtomicUsize::new(0),
+            lease,
+            hold,
+            metrics: Metrics::register(registry),
+        }
+    }
+
+    /// F_GETLK from `session`: the lock blocking `lock`, or `lock` unlocked.
+    pub fn getlk(&self, session: u64, loc: &Loc, lock: Lock, live: &Callbacks) -> FsResult<Lock> {
+        table::check(&lock)?;
+        let fid = loc.fid.ok_or(FsError::EINVAL)?;
+        let holder = Holder { session, owner: lock.owner };
+        let mut st = self.state.lock().unwrap();
+        match self.live_conflict(&mut st, fid, holder, &lock, live) {
+            Some(h) => {
+                self.metrics.count("getlk", "conflict");
+                // Another gateway's owner number means nothing to the asker.
+                Ok(Lock { owner: 0, ..h.to_lock() })
+            }
+            None => {
+                self.metrics.count("getlk", "free");
+                Ok(Lock { typ: LockType::Unlock, ..lock })
+            }
+        }
+    }
+
+    /// Take, change or drop a lock for `session`; with `wait`, hold the
+    /// request up to the hold time for a conflicting lock to go.
+    pub async fn setlk(&self, session: u64, loc: &Loc, lock: Lock, wait: bool, live: &Callbacks) -> FsResult<()> {
+        table::check(&lock)?;
+        let fid = loc.fid.ok_or(FsError::EINVAL)?;
+        if session == NO_SESSION {
+            // No lease would ever end such a lock: only gateways lock.
+            return Err(FsError(libc::ENOLCK));
+        }
+        let holder = Holder { session, owner: lock.owner };
+        let deadline = Instant::now() + self.hold;
+        let mut waiting = None;
+        loop {
+            // Armed before looking, so a release in between is not missed.
+            let released = self.released.notified();
+            tokio::pin!(released);
+            released.as_mut().enable();
+            {
+                let mut st = self.state.lock().unwrap();
+                if self.live_conflict(&mut st, fid, holder, &lock, live).is_none() {
+                    let r = self.set(&mut st, fid, holder, &lock);
+                    self.metrics.count("setlk", if r.is_ok() { "granted" } else { "refused" });
+                    return r;
+                }
+            }
+            if !wait {
+                self.metrics.count("setlk", "conflict");
+                return Err(FsError(libc::EAGAIN));
+            }
+            if waiting.is_none() {
+                if self.waiters.fetch_add(1, SeqCst) >= MAX_WAITERS {
+                    self.waiters.fetch_sub(1, SeqCst);
+                    self.metrics.count("setlk", "busy");
+                    return Err(FsError(libc::EAGAIN));
+                }
+                self.metrics.waiters.inc();
+                waiting = Some(Waiting(self));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                self.metrics.count("setlk", "retry");
+                return Err(FsError(libc::EAGAIN));
+            }
+            // Look again on a release, and now and then to notice a holder
+            // whose lease ran out.
+            let recheck = (now + (self.lease / 2).max(Duration::from_millis(10))).min(deadline);
+            let _ = tokio::time::timeout_at(recheck, released).await;
+        }
+    }
+
+    /// The conflicting lock of a live holder; the locks of holders whose
+    /// gateway's lease ran out are dropped on the way (and their waiters woken).
+    fn live_conflict(&self, st: &mut State, fid: FileId, holder: Holder, lock: &Lock, live: &Callbacks) -> Option<Held> {
+        self.sweep(st, live);
+        loop {
+            let h = st.files.get(&fid)?.conflict(holder, lock)?;
+            if !self.dead(st, h.holder.session, live) {
+                return Some(h);
+            }
+            self.drop_session(st, h.holder.session);
+        }
+    }
+
+    fn dead(&self, st: &State, session: u64, live: &Callbacks) -> bool {
+        let since = st.sessions.get(&session).map_or(Instant::now(), |(_, t)| *t);
+        !live.is_live(session) && Instant::now() >= since + self.lease
+    }
+
+    /// Now and then (once a lease), drop the locks of every dead session,
+    /// so they do not wait for a conflict to be noticed.
+    fn sweep(&self, st: &mut State, live: &Callbacks) {
+        let now = Instant::now();
+        if st.last_sweep.is_some_and(|t| now < t + self.lease) {
+            return;
+        }
+        st.last_sweep = Some(now);
+        let dead: Vec<u64> = st.sessions.keys().copied().filter(|s| self.dead(st, *s, live)).collect();
+        for s in dead {
+            self.drop_session(st, s);
+        }
+    }
+
+    fn drop_session(&self, st: &mut State, session: u64) {
+        let mut dropped = 0;
+        st.files.retain(|_, f| {
+            dropped += f.drop_session(session);
+            !f.is_empty()
+        });
+        st.sessions.remove(&session);
+        st.total -= dropped;
+        self.metrics.reclaimed.inc_by(dropped as u64);
+        self.metrics.held.set(st.total as i64);
+        tracing::info!(session = format_args!("{session:016x}"), locks = dropped, "a gateway's lease ran out: its locks are released");
+        self.released.notify_waiters();
+    }
+
+    /// Set `lock` (no conflict), within the bounds.
+    fn set(&self, st: &mut State, fid: FileId, holder: Holder, lock: &Lock) -> FsResult<()> {
+        let none = FileLocks::default();
+        let file = st.files.get(&fid).unwrap_or(&none);
+        let (before, len_before) = (file.count(holder.session), file.len());
+        let session_had = st.sessions.get(&holder.session).map_or(0, |(n, _)| *n);
+        // A set adds at most two locks (a range cut out of the middle of
+        // another): only near a bound is the outcome worth computing.
+        let near = len_before + 2 > MAX_PER_FILE || session_had + 2 > MAX_PER_SESSION || st.total + 2 > MAX_LOCKS;
+        if near {
+            let len_after = table::after_set(file, holder, lock);
+            let grows = len_after > len_before;
+            if len_after > MAX_PER_FILE || (grows && (session_had + 2 > MAX_PER_SESSION || st.total + 2 > MAX_LOCKS)) {
+                tracing::warn!(session = format_args!("{:016x}", holder.session), "lock table full: ENOLCK");
+                return Err(FsError(libc::ENOLCK));
+            }
+        }
+        let file = st.files.entry(fid).or_default();
+        file.set(holder, lock);
+        let (after, len_after) = (file.count(holder.session), file.len());
+        if len_after == 0 {
+            st.files.remove(&fid);
+        }
+        st.total = st.total + len_after - len_before;
+        let entry = st.sessions.entry(holder.session).or_insert((0, Instant::now()));
+        entry.0 = entry.0 + after - before;
+        if entry.0 == 0 {
+            st.sessions.remove(&holder.session);
+        }
+        self.metrics.held.set(st.total as i64);
+        // Taking a write lock frees nothing; anything else may.
+        if lock.typ != LockType::Write {
+            self.released.notify_waiters();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
