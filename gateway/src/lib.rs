@@ -185,10 +185,10 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
 
     let inodes = std::sync::Arc::new(fuse::inodes::Inodes::new());
     let kc = std::sync::Arc::new(fuse::KernelCache::new(args.kernel_cache, clients.len(), inodes));
-    if args.kernel_cache == fuse::KernelCacheMode::On {
-        for (i, c) in clients.iter().enumerate() {
-            tokio::spawn(fuse::kernel_cache::poll_loop(i, c.clone(), kc.clone(), drain.stopped()));
-        }
+    // The polls hold this gateway's leases: the kernel may cache under them
+    // (mode on), and the servers keep its locks while they last (any mode).
+    for (i, c) in clients.iter().enumerate() {
+        tokio::spawn(fuse::kernel_cache::poll_loop(i, c.clone(), kc.clone(), drain.stopped()));
     }
     let fs = fuse::GatewayFs::new(tokio::runtime::Handle::current(), graph.top.clone(), kc.clone());
     let threads = args.fuse_threads.unwrap_or_else(|| cpus().clamp(2, 8));

@@ -21,7 +21,7 @@ macro_rules! answers {
     )*};
 }
 
-answers!(ReplyEntry, ReplyAttr, ReplyData, ReplyEmpty, ReplyOpen, ReplyWrite, ReplyStatfs, ReplyXattr, ReplyCreate, ReplyDirectory, ReplyDirectoryPlus);
+answers!(ReplyEntry, ReplyAttr, ReplyData, ReplyEmpty, ReplyOpen, ReplyWrite, ReplyStatfs, ReplyXattr, ReplyCreate, ReplyDirectory, ReplyDirectoryPlus, ReplyLock);
 
 /// Answer `reply` with `result`: `ok(reply, value)` or the errno.
 pub fn finish<R: Answer, T>(reply: R, result: FsResult<T>, ok: impl FnOnce(R, T)) {

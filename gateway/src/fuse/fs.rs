@@ -10,11 +10,13 @@ use super::dirs::{DirStreams, AFTER_DOT, AFTER_DOTDOT};
 use super::listing::{self, Item};
 use super::inodes::Inodes;
 use super::kernel_cache::KernelCache;
+use super::locks::{self, LockOwners};
 use bytes::Bytes;
 use fuser::*;
 use std::ffi::OsStr;
 use std::future::Future;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use xlator::{Attr, FileId, FsError, FsResult, Loc, NewFile, Next, Owner, SetAttr, TimeSet, XattrFlags};
@@ -32,11 +34,24 @@ pub struct GatewayFs {
     /// O_APPEND writes read the size and write there: serialise them so two
     /// appenders through this gateway never land on the same offset.
     append: Arc<tokio::sync::Mutex<()>>,
+    /// which lock owners locked what through this gateway (for close)
+    locks: Arc<LockOwners>,
+    /// a fresh handle per open: OFD locks are dropped by the open file's release
+    next_fh: AtomicU64,
 }
 
 impl GatewayFs {
     pub fn new(rt: tokio::runtime::Handle, xl: Next, kc: Arc<KernelCache>) -> GatewayFs {
-        GatewayFs { rt, xl, inodes: kc.inodes().clone(), dirs: Arc::default(), kc, append: Arc::default() }
+        GatewayFs {
+            rt,
+            xl,
+            inodes: kc.inodes().clone(),
+            dirs: Arc::default(),
+            kc,
+            append: Arc::default(),
+            locks: Arc::default(),
+            next_fh: AtomicU64::new(1),
+        }
     }
 
     /// Run `work` on the runtime; answer `reply` with `ok` or the errno.
@@ -65,6 +80,10 @@ impl GatewayFs {
             Ok(attr)
         };
         self.answer(reply, work, move |r, a| r.entry(&kc.ttl(t), &convert::attr(&a), Generation(0)));
+    }
+
+    fn new_fh(&self) -> FileHandle {
+        FileHandle(self.next_fh.fetch_add(1, Relaxed))
     }
 
     fn fopen_flags(&self) -> FopenFlags {
@@ -111,6 +130,9 @@ impl Filesystem for GatewayFs {
         // attributes are fetched again: with TTL 0 on every read; with
         // leases when one ran out (callbacks drop them otherwise).
         let mut wanted = InitFlags::FUSE_PARALLEL_DIROPS | InitFlags::FUSE_AUTO_INVAL_DATA;
+        // fcntl/lockf/OFD and flock locks come to us (and go to the file's
+        // ordering server), so they hold across gateways.
+        wanted |= InitFlags::FUSE_POSIX_LOCKS | InitFlags::FUSE_FLOCK_LOCKS;
         if self.kc.keep_cache() {
             // Listings bring the attributes along when the kernel sees them
             // used (`ls -l`, a scan that stats each file): they are cached
@@ -261,8 +283,8 @@ impl Filesystem for GatewayFs {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let (xl, loc, fopen) = (self.xl.clone(), self.inodes.loc(ino.0), self.fopen_flags());
-        self.answer(reply, async move { xl.open(&loc?, flags.0).await }, move |r, ()| r.opened(FileHandle(0), fopen));
+        let (xl, loc, fopen, fh) = (self.xl.clone(), self.inodes.loc(ino.0), self.fopen_flags(), self.new_fh());
+        self.answer(reply, async move { xl.open(&loc?, flags.0).await }, move |r, ()| r.opened(fh, fopen));
     }
 
     fn read(
@@ -310,29 +332,36 @@ impl Filesystem for GatewayFs {
         self.answer(reply, work, |r, w| r.written(w.written));
     }
 
-    fn flush(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+    fn flush(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, lock_owner: LockOwner, reply: ReplyEmpty) {
         // Every write reached the servers before it was acknowledged, and
-        // nothing below buffers: a close has nothing to send.
-        reply.ok();
+        // nothing below buffers: a close has nothing to send, unless the
+        // closing owner holds POSIX locks (a close drops them all).
+        if !self.locks.involved(ino.0, lock_owner.0) {
+            return reply.ok();
+        }
+        let (xl, locks, loc) = (self.xl.clone(), self.locks.clone(), self.inodes.loc(ino.0));
+        self.answer(reply, async move { locks.flush(&xl, &loc?, ino.0, lock_owner.0).await }, |r, ()| r.ok());
     }
 
     fn release(
         &self,
         _req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         _flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
+        lock_owner: Option<LockOwner>,
         _flush: bool,
         reply: ReplyEmpty,
     ) {
         // The application's close does not wait for the servers: a release
         // only lets a server free an unlinked file's space, and an unlink
         // that overtakes it leaves the space held until it arrives.
-        let (xl, loc) = (self.xl.clone(), self.inodes.loc(ino.0));
+        let (xl, loc, locks) = (self.xl.clone(), self.inodes.loc(ino.0), self.locks.clone());
         reply.ok();
         self.rt.spawn(async move {
             if let Ok(loc) = loc {
+                // The open file's OFD and flock locks go with it.
+                locks.release(&xl, &loc, ino.0, fh.0, lock_owner.map(|o| o.0)).await;
                 if let Err(e) = xl.release(&loc).await {
                     tracing::debug!(path = %loc.path, ?e, "release failed");
                 }
@@ -484,7 +513,7 @@ impl Filesystem for GatewayFs {
     }
 
     fn create(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, flags: i32, reply: ReplyCreate) {
-        let (xl, inodes, fopen) = (self.xl.clone(), self.inodes.clone(), self.fopen_flags());
+        let (xl, inodes, fopen, fh) = (self.xl.clone(), self.inodes.clone(), self.fopen_flags(), self.new_fh());
         let (kc, t) = (self.kc.clone(), self.kc.ticket());
         let args = parent_and_name(&inodes, parent, name)
             .map(|(p, n)| (p, new_file(n, mode & !umask, owner(req), flags & libc::O_EXCL != 0)));
@@ -494,7 +523,48 @@ impl Filesystem for GatewayFs {
             inodes.remember(&ploc, &new.name, attr.fid);
             Ok(attr)
         };
-        self.answer(reply, work, move |r, a| r.created(&kc.ttl(t), &convert::attr(&a), Generation(0), FileHandle(0), fopen));
+        self.answer(reply, work, move |r, a| r.created(&kc.ttl(t), &convert::attr(&a), Generation(0), fh, fopen));
+    }
+
+    fn getlk(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        lock_owner: LockOwner,
+        start: u64,
+        end: u64,
+        typ: i32,
+        pid: u32,
+        reply: ReplyLock,
+    ) {
+        let (xl, loc) = (self.xl.clone(), self.inodes.loc(ino.0));
+        let work = async move {
+            let lock = locks::request(lock_owner.0, start, end, locks::lock_type(typ)?, pid);
+            xl.getlk(&loc?, &lock).await
+        };
+        self.answer(reply, work, |r, l| r.locked(l.start, l.end, locks::fcntl_type(l.typ), l.pid));
+    }
+
+    fn setlk(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        lock_owner: LockOwner,
+        start: u64,
+        end: u64,
+        typ: i32,
+        pid: u32,
+        sleep: bool,
+        reply: ReplyEmpty,
+    ) {
+        let (xl, loc, locks) = (self.xl.clone(), self.inodes.loc(ino.0), self.locks.clone());
+        let work = async move {
+            let lock = locks::request(lock_owner.0, start, end, locks::lock_type(typ)?, pid);
+            locks.setlk(&xl, &loc?, ino.0, fh.0, lock, sleep).await
+        };
+        self.answer(reply, work, |r, ()| r.ok());
     }
 }
 

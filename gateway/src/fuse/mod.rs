@@ -6,6 +6,7 @@ pub mod dirs;
 pub mod fs;
 pub mod inodes;
 pub mod kernel_cache;
+pub mod locks;
 mod listing;
 
 pub use fs::{GatewayFs, MAX_REQUEST};

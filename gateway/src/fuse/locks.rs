@@ -1,0 +1,210 @@
+//! POSIX, OFD and flock locks through FUSE: the kernel's lock requests go
+//! to the file's ordering server (stripe routes them), never decided here.
+//!
+//! ```text
+//!  fcntl/lockf/flock ─> kernel ─ GETLK/SETLK(W) ─> getlk/setlk ─> stripe ─> ordering server's lock table
+//!  close(fd)         ─> kernel ─ FLUSH(owner)   ─> unlock (0..EOF) of that owner, if it ever locked here
+//!  last close        ─> kernel ─ RELEASE(fh[, flock owner]) ─> unlock of every owner that locked through fh
+//! ```
+//!
+//! A blocking request (F_SETLKW, flock without LOCK_NB) is held by the server
+//! a few seconds at a time; on its "not yet" (EAGAIN) this gateway asks again
+//! until granted, unless the owner closed the file meanwhile (the process was
+//! interrupted or died): then it gives up, and drops what a late grant gave.
+//!
+//! The kernel closes POSIX locks with FLUSH (its own lock list is empty:
+//! the locks live on the server), flock locks with RELEASE's flag. OFD locks
+//! (owner = the open file) get neither, so this module remembers which owners
+//! locked through which open file (`fh`) and unlocks them at RELEASE.
+//! fuser 0.18 does not pass FUSE_LK_FLOCK, so flock locks travel as whole-file
+//! POSIX locks of the open file (as Linux's NFS client emulates flock): a
+//! flock and an fcntl lock on one file conflict here, unlike on a local disk.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use xlator::{FsError, FsResult, Loc, Lock, LockKind, LockType, Next, LOCK_TO_EOF};
+
+/// Owners remembered per file (past it, new locks fail with ENOLCK).
+pub const MAX_USES_PER_FILE: usize = 1024;
+/// Files with lock owners remembered.
+pub const MAX_FILES: usize = 65536;
+/// A server that answered "not yet" this fast was too busy to hold the
+/// request: wait this long before asking again.
+const BUSY_BACKOFF: Duration = Duration::from_millis(100);
+
+/// fcntl's lock type as the operations carry it.
+pub fn lock_type(typ: i32) -> FsResult<LockType> {
+    match typ {
+        libc::F_RDLCK => Ok(LockType::Read),
+        libc::F_WRLCK => Ok(LockType::Write),
+        libc::F_UNLCK => Ok(LockType::Unlock),
+        _ => Err(FsError::EINVAL),
+    }
+}
+
+/// And back, for F_GETLK's answer.
+pub fn fcntl_type(typ: LockType) -> i32 {
+    match typ {
+        LockType::Read => libc::F_RDLCK,
+        LockType::Write => libc::F_WRLCK,
+        LockType::Unlock => libc::F_UNLCK,
+    }
+}
+
+/// A lock request from the kernel (its whole-file end is OFFSET_MAX).
+pub fn request(owner: u64, start: u64, end: u64, typ: LockType, pid: u32) -> Lock {
+    Lock { kind: LockKind::Posix, typ, start, end: end.min(LOCK_TO_EOF), owner, pid }
+}
+
+fn unlock_all(owner: u64) -> Lock {
+    request(owner, 0, LOCK_TO_EOF, LockType::Unlock, 0)
+}
+
+#[derive(Default)]
+struct State {
+    /// per inode: (owner, fh) pairs that took a lock
+    uses: HashMap<u64, Vec<(u64, u64)>>,
+    /// per (inode, owner): blocking requests under way, and the flag a
+    /// flush of that owner raises to stop them
+    pending: HashMap<(u64, u64), (usize, Arc<AtomicBool>)>,
+}
+
+/// Which owners locked what through this gateway.
+#[derive(Default)]
+pub struct LockOwners {
+    state: Mutex<State>,
+}
+
+impl LockOwners {
+    /// Take, change or drop a lock (through `fh`), asking again while a
+    /// blocking request is told "not yet".
+    pub async fn setlk(&self, xl: &Next, loc: &Loc, ino: u64, fh: u64, lock: Lock, sleep: bool) -> FsResult<()> {
+        if lock.typ != LockType::Unlock {
+            self.note(ino, lock.owner, fh)?;
+        }
+        if !sleep {
+            return xl.setlk(loc, &lock, false).await;
+        }
+        let stop = self.wait_start(ino, lock.owner);
+        let result = self.keep_asking(xl, loc, &lock, &stop).await;
+        self.wait_end(ino, lock.owner, &stop);
+        result
+    }
+
+    async fn keep_asking(&self, xl: &Next, loc: &Loc, lock: &Lock, stop: &AtomicBool) -> FsResult<()> {
+        loop {
+            let sent = Instant::now();
+            let r = xl.setlk(loc, lock, true).await;
+            if stop.load(SeqCst) {
+                // The owner closed the file while waiting: nobody wants it.
+                if r.is_ok() {
+                    let _ = xl.setlk(loc, &Lock { typ: LockType::Unlock, ..*lock }, false).await;
+                }
+                return Err(FsError(libc::EINTR));
+            }
+            match r {
+                Err(e) if e.errno() == libc::EAGAIN => {
+                    if sent.elapsed() < BUSY_BACKOFF {
+                        tokio::time::sleep(BUSY_BACKOFF).await;
+                    }
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// Whether `owner` locked (or waits for a lock on) `ino` through this
+    /// gateway: a close of anyone else's needs no round trip.
+    pub fn involved(&self, ino: u64, owner: u64) -> bool {
+        let st = self.state.lock().unwrap();
+        st.pending.contains_key(&(ino, owner)) || st.uses.get(&ino).is_some_and(|v| v.iter().any(|(o, _)| *o == owner))
+    }
+
+    /// A close by `owner` (FLUSH): drop its POSIX locks on the file, if it
+    /// ever took one here, and stop its blocking requests.
+    pub async fn flush(&self, xl: &Next, loc: &Loc, ino: u64, owner: u64) -> FsResult<()> {
+        let had = {
+            let mut st = self.state.lock().unwrap();
+            let pending = st.pending.remove(&(ino, owner)).inspect(|(_, stop)| stop.store(true, SeqCst)).is_some();
+            let used = match st.uses.get_mut(&ino) {
+                Some(v) => {
+                    let before = v.len();
+                    v.retain(|(o, _)| *o != owner);
+                    let used = v.len() != before;
+                    if v.is_empty() {
+                        st.uses.remove(&ino);
+                    }
+                    used
+                }
+                None => false,
+            };
+            pending || used
+        };
+        if !had {
+            return Ok(());
+        }
+        xl.setlk(loc, &unlock_all(owner), false).await
+    }
+
+    /// The last close of open file `fh` (RELEASE): drop the locks of every
+    /// owner that locked through it (OFD locks), and of `flock_owner`.
+    pub async fn release(&self, xl: &Next, loc: &Loc, ino: u64, fh: u64, flock_owner: Option<u64>) {
+        let mut owners: Vec<u64> = {
+            let mut st = self.state.lock().unwrap();
+            match st.uses.get_mut(&ino) {
+                Some(v) => {
+                    let owners = v.iter().filter(|(_, f)| *f == fh).map(|(o, _)| *o).collect();
+                    v.retain(|(_, f)| *f != fh);
+                    if v.is_empty() {
+                        st.uses.remove(&ino);
+                    }
+                    owners
+                }
+                None => Vec::new(),
+            }
+        };
+        owners.extend(flock_owner);
+        owners.sort_unstable();
+        owners.dedup();
+        for owner in owners {
+            if let Err(e) = xl.setlk(loc, &unlock_all(owner), false).await {
+                tracing::warn!(path = %loc.path, ?e, "dropping a closed file's locks failed");
+            }
+        }
+    }
+
+    fn note(&self, ino: u64, owner: u64, fh: u64) -> FsResult<()> {
+        let mut st = self.state.lock().unwrap();
+        if !st.uses.contains_key(&ino) && st.uses.len() >= MAX_FILES {
+            return Err(FsError(libc::ENOLCK));
+        }
+        let v = st.uses.entry(ino).or_default();
+        if !v.contains(&(owner, fh)) {
+            if v.len() >= MAX_USES_PER_FILE {
+                return Err(FsError(libc::ENOLCK));
+            }
+            v.push((owner, fh));
+        }
+        Ok(())
+    }
+
+    fn wait_start(&self, ino: u64, owner: u64) -> Arc<AtomicBool> {
+        let mut st = self.state.lock().unwrap();
+        let e = st.pending.entry((ino, owner)).or_insert_with(|| (0, Arc::default()));
+        e.0 += 1;
+        e.1.clone()
+    }
+
+    fn wait_end(&self, ino: u64, owner: u64, stop: &Arc<AtomicBool>) {
+        let mut st = self.state.lock().unwrap();
+        // (A flush may have replaced the entry: then it is not ours.)
+        if let Some(e) = st.pending.get_mut(&(ino, owner)).filter(|e| Arc::ptr_eq(&e.1, stop)) {
+            e.0 -= 1;
+            if e.0 == 0 {
+                st.pending.remove(&(ino, owner));
+            }
+        }
+    }
+}
