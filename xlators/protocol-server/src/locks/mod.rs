@@ -42,6 +42,9 @@ pub const MAX_PER_SESSION: usize = 65536;
 pub const MAX_LOCKS: usize = 262_144;
 /// Blocking requests held at once.
 pub const MAX_WAITERS: usize = 4096;
+/// Blocking requests of one gateway held at once: each holds one of its
+/// connection's in-flight slots, which its polls need too.
+pub const MAX_WAITERS_PER_SESSION: usize = 32;
 /// How long a blocking request is held before the gateway is told to ask
 /// again (well inside the gateway's 10 s operation timeout).
 pub const HOLD: Duration = Duration::from_secs(3);
@@ -54,6 +57,8 @@ struct State {
     sessions: HashMap<u64, (usize, Instant)>,
     total: usize,
     last_sweep: Option<Instant>,
+    /// blocking requests held, per session
+    waiting: HashMap<u64, usize>,
 }
 
 struct Metrics {
@@ -105,11 +110,18 @@ pub struct Locks {
     metrics: Metrics,
 }
 
-/// Counts a held request while it waits.
-struct Waiting<'a>(&'a Locks);
+/// Counts a held request of a session while it waits.
+struct Waiting<'a>(&'a Locks, u64);
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
+        let mut st = self.0.state.lock().unwrap();
+        if let Some(n) = st.waiting.get_mut(&self.1) {
+            *n -= 1;
+            if *n == 0 {
+                st.waiting.remove(&self.1);
+            }
+        }
         self.0.waiters.fetch_sub(1, SeqCst);
         self.0.metrics.waiters.dec();
     }
@@ -181,13 +193,10 @@ impl Locks {
                 return Err(FsError(libc::EAGAIN));
             }
             if waiting.is_none() {
-                if self.waiters.fetch_add(1, SeqCst) >= MAX_WAITERS {
-                    self.waiters.fetch_sub(1, SeqCst);
+                waiting = Some(self.start_waiting(session).ok_or_else(|| {
                     self.metrics.count("setlk", "busy");
-                    return Err(FsError(libc::EAGAIN));
-                }
-                self.metrics.waiters.inc();
-                waiting = Some(Waiting(self));
+                    FsError(libc::EAGAIN)
+                })?);
             }
             let now = Instant::now();
             if now >= deadline {
@@ -199,6 +208,19 @@ impl Locks {
             let recheck = (now + (self.lease / 2).max(Duration::from_millis(10))).min(deadline);
             let _ = tokio::time::timeout_at(recheck, released).await;
         }
+    }
+
+    /// Count a held request, within the bounds (None: too many).
+    fn start_waiting(&self, session: u64) -> Option<Waiting<'_>> {
+        let mut st = self.state.lock().unwrap();
+        let mine = st.waiting.get(&session).copied().unwrap_or(0);
+        if mine >= MAX_WAITERS_PER_SESSION || self.waiters.load(SeqCst) >= MAX_WAITERS {
+            return None;
+        }
+        st.waiting.insert(session, mine + 1);
+        self.waiters.fetch_add(1, SeqCst);
+        self.metrics.waiters.inc();
+        Some(Waiting(self, session))
     }
 
     /// The conflicting lock of a live holder; the locks of holders whose

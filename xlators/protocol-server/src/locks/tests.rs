@@ -158,6 +158,30 @@ async fn a_gateway_whose_lease_ran_out_loses_its_locks() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn one_gateway_has_a_bounded_number_of_held_requests() {
+    let (locks, cb) = server();
+    keep_polling(&cb, &[1, 2]);
+    tokio::task::yield_now().await;
+    locks.setlk(1, &file(), lk(LockType::Write, 0, 0), false, &cb).await.unwrap();
+    let held: Vec<_> = (0..MAX_WAITERS_PER_SESSION as u64)
+        .map(|o| {
+            let (locks, cb) = (locks.clone(), cb.clone());
+            tokio::spawn(async move { locks.setlk(2, &file(), Lock { owner: o, ..lk(LockType::Write, 0, 0) }, true, &cb).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(locks.waiters.load(SeqCst), MAX_WAITERS_PER_SESSION);
+    // One more of the same gateway is told to ask again at once.
+    let started = Instant::now();
+    assert_eq!(locks.setlk(2, &file(), lk(LockType::Write, 0, 0), true, &cb).await, Err(FsError(libc::EAGAIN)));
+    assert_eq!(started.elapsed(), Duration::ZERO);
+    for h in held {
+        assert_eq!(h.await.unwrap(), Err(FsError(libc::EAGAIN)));
+    }
+    assert!(locks.state.lock().unwrap().waiting.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
 async fn requests_without_a_session_or_file_id_are_refused() {
     let (locks, cb) = server();
     assert_eq!(locks.setlk(NO_SESSION, &file(), lk(LockType::Write, 0, 0), false, &cb).await, Err(FsError(libc::ENOLCK)));
