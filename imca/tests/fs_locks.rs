@@ -194,7 +194,7 @@ fn sqlite_two_writers(mode: &str) {
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     };
     sql(0, "CREATE TABLE t (id INTEGER PRIMARY KEY, who TEXT, i INTEGER, pad TEXT)");
-    if mode == "wal" {
+    if mode == "wal-exclusive" {
         assert_eq!(sql(0, "PRAGMA journal_mode=WAL"), "wal");
     }
     const ROWS: usize = 300;
@@ -229,4 +229,12 @@ fn sqlite_two_writers(mode: &str) {
 #[test]
 fn sqlite_with_a_writer_per_gateway_keeps_every_row_rollback_journal() {
     sqlite_two_writers("delete");
+}
+
+/// WAL with its index in each process's memory (`locking_mode=EXCLUSIVE`).
+/// WAL's default shared-memory index (an mmap of `-shm`) is not coherent
+/// between two kernels, on IMCa as on any network file system: rows are lost.
+#[test]
+fn sqlite_with_a_writer_per_gateway_keeps_every_row_wal_exclusive() {
+    sqlite_two_writers("wal-exclusive");
 }
