@@ -208,3 +208,98 @@ impl LockOwners {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use async_trait::async_trait;
+    use xlator::{FileId, Translator};
+
+    /// Records every setlk; answers EAGAIN to a blocking one `busy` times.
+    #[derive(Default)]
+    struct Recorder {
+        calls: Mutex<Vec<Lock>>,
+        busy: Mutex<usize>,
+    }
+
+    #[async_trait]
+    impl Translator for Recorder {
+        fn name(&self) -> &str {
+            "recorder"
+        }
+        async fn setlk(&self, _loc: &Loc, lock: &Lock, wait: bool) -> FsResult<()> {
+            self.calls.lock().unwrap().push(*lock);
+            let mut busy = self.busy.lock().unwrap();
+            if wait && *busy > 0 {
+                *busy -= 1;
+                return Err(FsError(libc::EAGAIN));
+            }
+            Ok(())
+        }
+    }
+
+    fn setup() -> (Arc<Recorder>, Next, Loc) {
+        let r = Arc::new(Recorder::default());
+        (r.clone(), r, Loc::new("f", Some(FileId(9))))
+    }
+
+    fn write(owner: u64) -> Lock {
+        request(owner, 0, 9, LockType::Write, 1)
+    }
+
+    #[tokio::test]
+    async fn a_close_unlocks_only_owners_that_locked() {
+        let (r, xl, loc) = setup();
+        let owners = LockOwners::default();
+        owners.setlk(&xl, &loc, 1, 100, write(7), false).await.unwrap();
+        assert!(owners.involved(1, 7));
+        assert!(!owners.involved(1, 8) && !owners.involved(2, 7));
+        owners.flush(&xl, &loc, 1, 8).await.unwrap();
+        assert_eq!(r.calls.lock().unwrap().len(), 1, "another owner's close sends nothing");
+        owners.flush(&xl, &loc, 1, 7).await.unwrap();
+        assert_eq!(r.calls.lock().unwrap()[1], unlock_all(7));
+        assert!(!owners.involved(1, 7));
+    }
+
+    #[tokio::test]
+    async fn the_last_close_unlocks_the_open_files_owners_and_its_flock() {
+        let (r, xl, loc) = setup();
+        let owners = LockOwners::default();
+        owners.setlk(&xl, &loc, 1, 100, write(7), false).await.unwrap();
+        owners.setlk(&xl, &loc, 1, 101, write(8), false).await.unwrap();
+        r.calls.lock().unwrap().clear();
+        owners.release(&xl, &loc, 1, 100, Some(5)).await;
+        assert_eq!(*r.calls.lock().unwrap(), vec![unlock_all(5), unlock_all(7)]);
+        assert!(owners.involved(1, 8), "another open file's owner stays");
+    }
+
+    #[tokio::test]
+    async fn a_blocking_request_asks_again_until_granted() {
+        let (r, xl, loc) = setup();
+        *r.busy.lock().unwrap() = 3;
+        LockOwners::default().setlk(&xl, &loc, 1, 100, write(7), true).await.unwrap();
+        assert_eq!(r.calls.lock().unwrap().len(), 4);
+    }
+
+    #[tokio::test]
+    async fn a_close_stops_a_blocking_request_and_drops_a_late_grant() {
+        let (r, xl, loc) = setup();
+        *r.busy.lock().unwrap() = usize::MAX;
+        let owners = Arc::new(LockOwners::default());
+        let waiting = {
+            let (owners, xl, loc) = (owners.clone(), xl.clone(), loc.clone());
+            tokio::spawn(async move { owners.setlk(&xl, &loc, 1, 100, write(7), true).await })
+        };
+        // Ready once it has asked (and been told "not yet") at least once.
+        while r.calls.lock().unwrap().is_empty() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert!(owners.involved(1, 7));
+        owners.flush(&xl, &loc, 1, 7).await.unwrap();
+        *r.busy.lock().unwrap() = 0; // the next ask is granted, too late
+        assert_eq!(waiting.await.unwrap(), Err(FsError(libc::EINTR)));
+        let calls = r.calls.lock().unwrap();
+        assert_eq!(calls.last().unwrap().typ, LockType::Unlock);
+        assert!(!owners.involved(1, 7));
+    }
+}
