@@ -231,9 +231,10 @@ fn sqlite_with_a_writer_per_gateway_keeps_every_row_rollback_journal() {
     sqlite_two_writers("delete");
 }
 
-/// WAL with its index in each process's memory (`locking_mode=EXCLUSIVE`).
-/// WAL's default shared-memory index (an mmap of `-shm`) is not coherent
-/// between two kernels, on IMCa as on any network file system: rows are lost.
+/// WAL with its index in each process's memory (`locking_mode=EXCLUSIVE`;
+/// see `locks/sqlite_writer.py`). WAL's default shared-memory index (an
+/// mmap of `-shm`) is not coherent between two kernels, on IMCa as on any
+/// network file system: rows are lost, so that mode is not tested.
 #[test]
 fn sqlite_with_a_writer_per_gateway_keeps_every_row_wal_exclusive() {
     sqlite_two_writers("wal-exclusive");
