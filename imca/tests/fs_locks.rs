@@ -239,3 +239,29 @@ fn sqlite_with_a_writer_per_gateway_keeps_every_row_rollback_journal() {
 fn sqlite_with_a_writer_per_gateway_keeps_every_row_wal_exclusive() {
     sqlite_two_writers("wal-exclusive");
 }
+
+/// `cargo nextest run -p imca --test fs_locks --run-ignored only bench_locks --no-capture`:
+/// F_SETLK+F_UNLCK pairs and SQLite rows (rollback journal, transactions of
+/// 10) per second through gateway 0 and in a local temporary directory, in
+/// one run (docs/benchmarks.md).
+#[test]
+#[ignore]
+fn bench_locks() {
+    require_tool("python3", "python3");
+    let c = ClusterSpec::new().gateways(2).start();
+    let local = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/locks/bench.py");
+    let run = |dir: &Path| {
+        let out = Command::new("python3").arg(&script).arg(dir).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    for pass in 0..2 {
+        fs::create_dir(c.path_at(0, &format!("p{pass}"))).unwrap();
+        let imca = run(&c.path_at(0, &format!("p{pass}")));
+        let dir = local.path().join(format!("p{pass}"));
+        fs::create_dir(&dir).unwrap();
+        let disk = run(&dir);
+        println!("pass {pass}: locks/s, sqlite rows/s: imca {imca} | local {disk}");
+    }
+}
