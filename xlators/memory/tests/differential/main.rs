@@ -41,7 +41,9 @@ async fn differential(seed: u64, n: usize) {
             assert_eq!(want, got, "seed {seed:#x}: trees differ after op {i}");
         }
     }
-    for op in Fop::ALL {
+    // Locks are not the leaves' business: protocol-server answers them from
+    // its lock table (both leaves refuse them alike).
+    for op in Fop::ALL.iter().filter(|op| !matches!(op, Fop::Getlk | Fop::Setlk)) {
         assert!(seen.contains(op.name()), "seed {seed:#x}: no {} was generated", op.name());
     }
 }
