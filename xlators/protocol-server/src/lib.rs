@@ -68,7 +68,10 @@ impl ProtocolServer {
 
     async fn dispatch(&self, session: u64, req: Request) -> FsResult<Reply> {
         match req {
-            Request::Poll { session: s, acked } => self.callbacks.poll(s, acked).await,
+            // Only in its own envelope: a peer cannot renew another
+            // gateway's lease or acknowledge its invalidations.
+            Request::Poll { session: s, acked } if s == session => self.callbacks.poll(s, acked).await,
+            Request::Poll { .. } => Err(FsError::EINVAL),
             Request::GetVolumeConfig {} => {
                 let config = self.volume.current();
                 Ok(Reply::Config { accepted: false, fence: self.volume.fences.open(&config), config })
