@@ -10,7 +10,7 @@ use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cache_proto::binary::{op, Header, Request, HEADER_LEN};
 use common::memcached::{need, Memcached, MemcachedUnix};
@@ -62,20 +62,8 @@ fn session_unix(path: &std::path::Path, req: &[u8]) -> Vec<u8> {
 
 /// `common::read_until` for a UNIX stream.
 fn read_all(s: &mut UnixStream, until: &[u8]) -> Vec<u8> {
-    use std::io::Read;
     s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut out = Vec::new();
-    let mut buf = [0u8; 65536];
-    while Instant::now() < deadline && !out.ends_with(until) {
-        match s.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
-            Err(_) => break,
-        }
-    }
-    out
+    common::read_until_within(s, until, Duration::from_secs(20))
 }
 
 fn cases() -> Vec<Vec<u8>> {

@@ -50,18 +50,7 @@ impl At {
 /// Reads until `until` ends what arrived, or the deadline passes.
 fn read_until(s: &mut dyn Conn, until: &[u8]) -> Vec<u8> {
     s.timeout(Duration::from_millis(100));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut out = Vec::new();
-    let mut buf = [0u8; 65536];
-    while Instant::now() < deadline && !out.ends_with(until) {
-        match s.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
-            Err(_) => break,
-        }
-    }
-    out
+    common::read_until_within(s, until, Duration::from_secs(10))
 }
 
 /// Reads what arrives until the peer has been quiet for a moment (for

@@ -63,14 +63,20 @@ pub fn exchange(addr: SocketAddr, req: &[u8], until: &[u8]) -> Vec<u8> {
 
 pub fn read_until(s: &mut TcpStream, until: &[u8]) -> Vec<u8> {
     s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
+    read_until_within(s, until, Duration::from_secs(20))
+}
+
+/// Reads until `until` ends what arrived, the peer closes, or `limit`
+/// passes; the stream must have a read timeout (TCP or UNIX socket).
+pub fn read_until_within(s: &mut dyn Read, until: &[u8], limit: Duration) -> Vec<u8> {
+    let deadline = Instant::now() + limit;
     let mut out = Vec::new();
     let mut buf = [0u8; 65536];
     while Instant::now() < deadline && !out.ends_with(until) {
         match s.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
             Err(_) => break,
         }
     }
