@@ -134,3 +134,37 @@ fn a_listing_brings_the_attributes_along() {
     assert_eq!(seen, sizes.iter().copied().enumerate().collect::<Vec<_>>(), "names and sizes (one striped over both servers)");
     assert!(asked <= 30.0, "{asked} lookups and getattrs for 300 stats after a listing");
 }
+
+/// What one gateway creates, another stats without a storage round trip:
+/// the create put the entry and the attributes into the bank (claimed
+/// before, filled from its reply), and they are the storage servers' own.
+#[test]
+fn what_one_gateway_creates_another_stats_from_the_bank() {
+    for cache in [common::Cache::Imca(2), common::Cache::Memcached(1)] {
+        let c = ClusterSpec::new().gateways(2).cache(cache.clone()).start();
+        let names = ["f", "d", "l"];
+        std::fs::write(c.path_at(0, "f"), b"").unwrap();
+        std::fs::create_dir(c.path_at(0, "d")).unwrap();
+        std::os::unix::fs::symlink("f", c.path_at(0, "l")).unwrap();
+        let asked = || -> f64 {
+            ["lookup", "getattr"].iter().map(|op| storage_sum(&c, "imca_storage_ops_total", &format!("op=\"{op}\""))).sum()
+        };
+        // The root changed (new names): its attributes are asked for anew.
+        std::fs::metadata(c.path_at(1, "")).unwrap();
+        let before = asked();
+        let seen: Vec<_> = names.iter().map(|n| std::fs::symlink_metadata(c.path_at(1, n)).unwrap()).collect();
+        assert_eq!(asked() - before, 0.0, "{cache:?}: gateway 1's first stats reached the storage servers");
+        for (n, m) in names.iter().zip(&seen) {
+            let here = std::fs::symlink_metadata(c.path_at(0, n)).unwrap();
+            assert_eq!(
+                (m.ino(), m.mode(), m.nlink(), m.size(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()),
+                (here.ino(), here.mode(), here.nlink(), here.size(), here.mtime(), here.mtime_nsec(), here.ctime(), here.ctime_nsec()),
+                "{cache:?}: {n} as the bank gave it to gateway 1 and as the creating gateway has it"
+            );
+        }
+        // ... and the same as the storage servers answer now (gateway 1,
+        // with its kernel's and the bank's copies dropped by a change).
+        std::fs::write(c.path_at(0, "f"), b"grown").unwrap();
+        assert_eq!(std::fs::metadata(c.path_at(1, "f")).unwrap().len(), 5, "{cache:?}");
+    }
+}

@@ -11,6 +11,7 @@ use super::listing::{self, Item};
 use super::inodes::Inodes;
 use super::kernel_cache::KernelCache;
 use super::locks::{self, LockOwners};
+use super::opens::Opens;
 use bytes::Bytes;
 use fuser::*;
 use std::ffi::OsStr;
@@ -38,6 +39,8 @@ pub struct GatewayFs {
     locks: Arc<LockOwners>,
     /// a fresh handle per open: OFD locks are dropped by the open file's release
     next_fh: AtomicU64,
+    /// opens still on their way to the servers (kernel caching on)
+    opens: Arc<Opens>,
 }
 
 impl GatewayFs {
@@ -51,6 +54,7 @@ impl GatewayFs {
             append: Arc::default(),
             locks: Arc::default(),
             next_fh: AtomicU64::new(1),
+            opens: Arc::default(),
         }
     }
 
@@ -284,7 +288,18 @@ impl Filesystem for GatewayFs {
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let (xl, loc, fopen, fh) = (self.xl.clone(), self.inodes.loc(ino.0), self.fopen_flags(), self.new_fh());
-        self.answer(reply, async move { xl.open(&loc?, flags.0).await }, move |r, ()| r.opened(fh, fopen));
+        if !self.kc.keep_cache() {
+            // Without kernel caching, an open is the moment close-to-open
+            // consistency is checked: it waits, as it always did.
+            return self.answer(reply, async move { xl.open(&loc?, flags.0).await }, move |r, ()| r.opened(fh, fopen));
+        }
+        let loc = match loc {
+            Ok(l) => l,
+            Err(e) => return finish(reply, Err::<(), _>(e), |_, ()| ()),
+        };
+        // Nothing the application sees depends on it (see `opens`).
+        self.opens.start(&self.rt, fh.0, async move { xl.open(&loc, flags.0).await });
+        reply.opened(fh, fopen);
     }
 
     fn read(
@@ -356,12 +371,16 @@ impl Filesystem for GatewayFs {
         // The application's close does not wait for the servers: a release
         // only lets a server free an unlinked file's space, and an unlink
         // that overtakes it leaves the space held until it arrives.
-        let (xl, loc, locks) = (self.xl.clone(), self.inodes.loc(ino.0), self.locks.clone());
+        let (xl, loc, locks, opens) = (self.xl.clone(), self.inodes.loc(ino.0), self.locks.clone(), self.opens.clone());
         reply.ok();
         self.rt.spawn(async move {
+            let landed = opens.landed(fh.0).await;
             if let Ok(loc) = loc {
                 // The open file's OFD and flock locks go with it.
                 locks.release(&xl, &loc, ino.0, fh.0, lock_owner.map(|o| o.0)).await;
+                if !landed {
+                    return;
+                }
                 if let Err(e) = xl.release(&loc).await {
                     tracing::debug!(path = %loc.path, ?e, "release failed");
                 }

@@ -8,6 +8,7 @@ pub mod inodes;
 pub mod kernel_cache;
 pub mod locks;
 mod listing;
+mod opens;
 
 pub use fs::{GatewayFs, MAX_REQUEST};
 pub use kernel_cache::{KernelCache, Mode as KernelCacheMode};

@@ -15,6 +15,8 @@
 //! - **read**: every covering block, one pipelined multi-get across all
 //!   nodes; full hit → assembled here; any miss → forwarded (the owning
 //!   storage server populates the blocks while answering).
+//! - **create, mkdir, mknod, symlink, link**: the new entry and stat are
+//!   claimed before the create and filled from its reply (module `created`).
 //! - everything else is forwarded: writes are persistent, and the storage
 //!   servers (SMCache) fix the bank before they acknowledge.
 //!
@@ -25,6 +27,7 @@
 //! so an answer read before a mutation never lands after it. Any bank error
 //! or timeout is a miss; the config comes under a lease (`None` = bypass).
 
+mod created;
 pub mod metrics;
 mod translator;
 

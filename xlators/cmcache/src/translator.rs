@@ -31,7 +31,7 @@ pub struct CmCache {
     /// if the block size divides it (else a block would span two servers,
     /// and no single server could keep it fresh)
     stripe_unit: Option<u64>,
-    metrics: metrics::Metrics,
+    pub(crate) metrics: metrics::Metrics,
 }
 
 impl CmCache {
@@ -74,7 +74,7 @@ impl CmCache {
 
     /// The layout of the config held (`None`: no lease, or no usable
     /// config: bypass the bank). Built by cache-bank, as SMCache's is.
-    fn layout(&self) -> Option<Arc<Layout>> {
+    pub(crate) fn layout(&self) -> Option<Arc<Layout>> {
         let held = self.config.borrow().clone()?;
         self.layout.follow(&held, self.timeout, |_| {})
     }
@@ -83,7 +83,7 @@ impl CmCache {
         self.hints.lock().unwrap().get(&(parent, name.to_string())).copied()
     }
 
-    fn remember(&self, parent: FileId, name: &str, child: FileId) {
+    pub(crate) fn remember(&self, parent: FileId, name: &str, child: FileId) {
         let mut h = self.hints.lock().unwrap();
         if h.len() >= MAX_HINTS {
             h.clear();
@@ -99,13 +99,13 @@ impl CmCache {
 }
 
 /// A claimed key: either someone's real value, or our placeholder's CAS.
-enum Claim {
+pub(crate) enum Claim {
     Value(Bytes),
     Mine(u64),
     Nothing,
 }
 
-fn claim_of(l: &Layout, h: Option<Hit>) -> Claim {
+pub(crate) fn claim_of(l: &Layout, h: Option<Hit>) -> Claim {
     match h {
         Some(h) if l.bank.codec().is_placeholder(&h.value) => match h.cas {
             Some(c) => Claim::Mine(c),
@@ -122,7 +122,7 @@ fn stat_of(l: &Layout, key: &CacheKey, v: &Bytes, fid: FileId) -> Option<Attr> {
     l.bank.codec().decode(Kind::Stat, &key.key, v).and_then(|p| value::parse_attr(&p)).filter(|a| a.fid == fid)
 }
 
-fn cas(l: &Layout, key: CacheKey, kind: Kind, payload: &[u8], c: u64) -> Update {
+pub(crate) fn cas(l: &Layout, key: CacheKey, kind: Kind, payload: &[u8], c: u64) -> Update {
     let v = l.bank.codec().encode(kind, &key.key, payload);
     Update::Cas(key, v, c)
 }
@@ -308,6 +308,44 @@ impl Translator for CmCache {
         self.metrics.count("read", "hit");
         self.metrics.read_bytes.with_label_values(&["bank"]).inc_by(out.len() as u64);
         Ok(out.freeze())
+    }
+
+    async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Attr> {
+        let c = self.claim_new(parent, &new.name, Some(new.fid)).await;
+        let a = self.below.mknod(parent, new, mode, rdev).await?;
+        self.populate_new(c, &a).await;
+        Ok(a)
+    }
+
+    async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Attr> {
+        let c = self.claim_new(parent, &new.name, Some(new.fid)).await;
+        let a = self.below.mkdir(parent, new).await?;
+        self.populate_new(c, &a).await;
+        Ok(a)
+    }
+
+    async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Attr> {
+        let c = self.claim_new(parent, &new.name, Some(new.fid)).await;
+        let a = self.below.symlink(parent, new, target).await?;
+        self.populate_new(c, &a).await;
+        Ok(a)
+    }
+
+    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
+        // An O_TRUNC create of an existing file is a mutation the servers
+        // invalidate for: nothing to populate then (the claims just fail).
+        let c = self.claim_new(parent, &new.name, Some(new.fid)).await;
+        let a = self.below.create(parent, new, flags).await?;
+        self.populate_new(c, &a).await;
+        Ok(a)
+    }
+
+    async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Attr> {
+        // The file's own stat changes (nlink): only the new entry is filled.
+        let c = self.claim_new(newparent, newname, None).await;
+        let a = self.below.link(loc, newparent, newname).await?;
+        self.populate_new(c, &a).await;
+        Ok(a)
     }
 
     async fn unlink(&self, parent: &Loc, name: &str) -> FsResult<Removed> {

@@ -332,12 +332,13 @@ impl Translator for SmCache {
         }
         let r = self.below.create(parent, new, flags).await?;
         let pfid = i.fid_of(parent).await?;
-        let mut ch = vec![
-            Change::Del(K::Stat(pfid)),
-            Change::Del(K::Dentry(pfid, new.name.clone())),
-            Change::Del(K::Stat(r.fid)),
-        ];
+        // A new name, or an existing file opened untouched, leaves the
+        // entry and the file's stat as they were (see `created`); only a
+        // truncation changes the file.
+        let mut ch = vec![Change::Del(K::Stat(pfid))];
         if let Some((old, _g)) = &pre {
+            ch.push(Change::Del(K::Dentry(pfid, new.name.clone())));
+            ch.push(Change::Del(K::Stat(r.fid)));
             if old.fid == r.fid {
                 i.shrink(&l, r.fid, 0, old.size, &mut ch);
             }
@@ -348,25 +349,26 @@ impl Translator for SmCache {
 
     async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Attr> {
         let r = self.below.mkdir(parent, new).await?;
-        self.namespace(parent, &new.name, None).await?;
+        self.created(parent, None).await?;
         Ok(r)
     }
 
     async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Attr> {
         let r = self.below.mknod(parent, new, mode, rdev).await?;
-        self.namespace(parent, &new.name, None).await?;
+        self.created(parent, None).await?;
         Ok(r)
     }
 
     async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Attr> {
         let r = self.below.symlink(parent, new, target).await?;
-        self.namespace(parent, &new.name, None).await?;
+        self.created(parent, None).await?;
         Ok(r)
     }
 
     async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Attr> {
         let r = self.below.link(loc, newparent, newname).await?;
-        self.namespace(newparent, newname, Some(r.fid)).await?;
+        // the new name is new (see `created`); the file's nlink changed
+        self.created(newparent, Some(r.fid)).await?;
         Ok(r)
     }
 
@@ -430,6 +432,25 @@ impl SmCache {
         if let Some(c) = child {
             ch.push(Change::Del(K::Stat(c)));
         }
+        i.commit(&l, ch, "invalidate").await
+    }
+
+    /// After a new name appeared in `parent`: drop the parent's stat (and
+    /// the stat of an existing file given a new name, `linked`).
+    ///
+    /// The new name's entry and the new object's stat are left alone: no
+    /// value can be there (an object's id is new, and the name had none
+    /// since its last removal deleted it), only the placeholder the
+    /// creating gateway claimed before asking, which it fills from this
+    /// reply (CMCache's create populate). A lookup elsewhere that claimed
+    /// the entry first reads storage after its claim, so whatever it stores
+    /// is right too.
+    async fn created(&self, parent: &Loc, linked: Option<FileId>) -> FsResult<()> {
+        let i = &self.inner;
+        let Some(l) = i.layouts.current() else { return Ok(()) };
+        let p = i.fid_of(parent).await?;
+        let mut ch = vec![Change::Del(K::Stat(p))];
+        ch.extend(linked.map(|f| Change::Del(K::Stat(f))));
         i.commit(&l, ch, "invalidate").await
     }
 

@@ -24,7 +24,8 @@ async fn repeated_getattr_is_answered_by_the_bank() {
 #[tokio::test]
 async fn repeated_lookup_is_answered_by_the_bank() {
     let s = Stack::start(Spec::default()).await;
-    s.file("f", b"x").await;
+    // behind the bank's back (a create through a gateway would fill it)
+    s.on_disk("f", b"x").await;
     let before = counts(&s);
     let a = s.gw().lookup(&Loc::root(), "f").await.unwrap();
     assert_eq!(reached(&s, before), (0, 0, 1), "a cold lookup asks the server and stores the entry");
@@ -100,5 +101,59 @@ async fn what_cmcache_does_not_cache_always_reaches_the_server() {
     }
     for op in [Fop::Readdir, Fop::Getxattr, Fop::Listxattr, Fop::Readlink, Fop::Statfs] {
         assert_eq!(s.calls(op), 3, "{}", op.name());
+    }
+}
+
+/// A create fills the new entry and stat from its own reply: another
+/// gateway's first lookup and stat are hits, for every kind of create.
+#[tokio::test]
+async fn what_a_create_makes_is_in_the_bank_at_once() {
+    let s = Stack::start(Spec { gateways: 2, ..Spec::default() }).await;
+    let (a, b) = (&s.gateways[0], &s.gateways[1]);
+    let root = Loc::root();
+    let f = testkit::new_file("f");
+    let fa = a.create(&root, &f, libc::O_RDWR | libc::O_CREAT).await.unwrap();
+    let d = testkit::new_file("d");
+    let da = a.mkdir(&root, &d).await.unwrap();
+    let l = testkit::new_file("l");
+    let la = a.symlink(&root, &l, "f").await.unwrap();
+    let n = testkit::new_file("n");
+    let na = a.mknod(&root, &n, libc::S_IFREG | 0o644, 0).await.unwrap();
+    let before = counts(&s);
+    for (name, want) in [("f", &fa), ("d", &da), ("l", &la), ("n", &na)] {
+        assert_eq!(&b.lookup(&root, name).await.unwrap(), want, "{name}");
+        assert_eq!(&b.getattr(&testkit::at(name, want.fid)).await.unwrap(), want, "{name}");
+    }
+    assert_eq!(reached(&s, before), (0, 0, 0), "nothing created through a gateway reached the disk again");
+    // and what the bank holds is what the disk says
+    for (name, want) in [("f", &fa), ("d", &da), ("l", &la), ("n", &na)] {
+        assert_eq!(&s.disk().lookup(&root, name).await.unwrap(), want, "{name} on disk");
+    }
+
+    // a link: the new entry is filled; the file's stat changed (nlink) and is asked again
+    let linked = a.link(&testkit::at("f", fa.fid), &root, "f2").await.unwrap();
+    assert_eq!(linked.nlink, 2);
+    let before = counts(&s);
+    assert_eq!(b.lookup(&root, "f2").await.unwrap(), linked);
+    assert_eq!(reached(&s, before), (0, 1, 0), "the entry was a hit, the changed stat a miss");
+    assert_eq!(b.getattr(&testkit::at("f", fa.fid)).await.unwrap().nlink, 2);
+}
+
+/// A mutation right after a create is never hidden by the create's
+/// populate: the values it stored go when the file changes.
+#[tokio::test]
+async fn a_change_after_a_create_is_seen() {
+    let s = Stack::start(Spec { gateways: 2, ..Spec::default() }).await;
+    let (a, b) = (&s.gateways[0], &s.gateways[1]);
+    let root = Loc::root();
+    for i in 0..20 {
+        let name = format!("f{i}");
+        let f = testkit::new_file(&name);
+        let made = a.create(&root, &f, libc::O_RDWR | libc::O_CREAT).await.unwrap();
+        let loc = testkit::at(&name, made.fid);
+        b.write(&loc, 0, bytes::Bytes::from_static(b"grown")).await.unwrap();
+        assert_eq!(a.getattr(&loc).await.unwrap().size, 5, "{name}");
+        b.unlink(&root, &name).await.unwrap();
+        assert_eq!(a.lookup(&root, &name).await.unwrap_err(), FsError::ENOENT, "{name}");
     }
 }

@@ -27,36 +27,53 @@ fn assert_dropped(v: &View, parent: &Loc, name: &str, child: Option<FileId>, wha
     }
 }
 
+/// A new name drops the parent's stat and leaves the new name's entry and
+/// the new object's stat alone: only the creating gateway's claims can be
+/// there (no negative entries are cached, and the name's last removal
+/// deleted its entry), and it fills them from the create's reply.
+fn assert_parent_only(v: &View, parent: &Loc, name: &str, what: &str) {
+    assert!(!v.has_stat_key(fid(parent)), "{what}: the parent's stat stayed");
+    assert!(v.dentry(fid(parent), name).is_some(), "{what}: the claimed entry was deleted");
+}
+
 #[tokio::test]
-async fn creates_drop_the_parent_stat_and_the_entry() {
+async fn creates_drop_the_parent_stat_only() {
     let s = Stack::start(2, BS).await;
     let v = s.view();
     let d = new_file("d");
     s.sm.mkdir(&Loc::root(), &d).await.unwrap();
     let dir = at("d", d.fid);
 
-    // a negative entry or an earlier file's entry under the same name
+    // the parent's stat, and the entry a creating gateway claimed
     cached(&v, &s, &dir, "f", None).await;
     s.sm.create(&dir, &new_file("f"), libc::O_RDWR | libc::O_CREAT).await.unwrap();
-    assert_dropped(&v, &dir, "f", None, "create");
+    assert_parent_only(&v, &dir, "f", "create");
 
     cached(&v, &s, &dir, "sub", None).await;
     s.sm.mkdir(&dir, &new_file("sub")).await.unwrap();
-    assert_dropped(&v, &dir, "sub", None, "mkdir");
+    assert_parent_only(&v, &dir, "sub", "mkdir");
 
     cached(&v, &s, &dir, "fifo", None).await;
     s.sm.mknod(&dir, &new_file("fifo"), libc::S_IFIFO | 0o644, 0).await.unwrap();
-    assert_dropped(&v, &dir, "fifo", None, "mknod");
+    assert_parent_only(&v, &dir, "fifo", "mknod");
 
     cached(&v, &s, &dir, "sym", None).await;
     s.sm.symlink(&dir, &new_file("sym"), "f").await.unwrap();
-    assert_dropped(&v, &dir, "sym", None, "symlink");
+    assert_parent_only(&v, &dir, "sym", "symlink");
 
     let f = s.sm.lookup(&dir, "f").await.unwrap();
     cached(&v, &s, &dir, "hard", None).await;
     v.put_stat(&f).await;
     s.sm.link(&at("d/f", f.fid), &dir, "hard").await.unwrap();
-    assert_dropped(&v, &dir, "hard", Some(f.fid), "link (the file's nlink changed)");
+    assert_parent_only(&v, &dir, "hard", "link");
+    assert!(!v.has_stat_key(f.fid), "link: the file's stat (nlink) stayed");
+
+    // O_TRUNC on an existing file changes it: its entry and stat go
+    s.sm.write(&at("d/f", f.fid), 0, bytes::Bytes::from_static(b"data")).await.unwrap();
+    let f = s.sm.getattr(&at("d/f", f.fid)).await.unwrap();
+    cached(&v, &s, &dir, "f", Some(&f)).await;
+    s.sm.create(&dir, &new_file("f"), libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC).await.unwrap();
+    assert_dropped(&v, &dir, "f", Some(f.fid), "create with O_TRUNC of an existing file");
 }
 
 #[tokio::test]
