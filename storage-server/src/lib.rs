@@ -188,10 +188,24 @@ impl Server {
 pub async fn start(args: Args) -> anyhow::Result<Server> {
     let export = args.export.clone();
     let policy = args.export_policy();
+    // A removed file stays reachable by id while a gateway's kernel may
+    // still open it by its old name: until the callback reaches it, at most
+    // one lease, plus an open's trip here (posix `fdcache`).
+    let removal_grace = std::time::Duration::from_secs_f64(args.kernel_lease * 2.0);
     let posix_xl = Arc::new(posix::PosixTranslator::new(
         posix::Posix::with_policy(&export, args.fd_cache, policy)
-            .with_context(|| format!("opening export {}", export.display()))?,
+            .with_context(|| format!("opening export {}", export.display()))?
+            .with_removal_grace(removal_grace),
     ));
+    if !removal_grace.is_zero() {
+        let px = Arc::downgrade(&posix_xl);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval((removal_grace / 4).max(std::time::Duration::from_millis(10)));
+            while let Some(p) = { tick.tick().await; px.upgrade() } {
+                p.posix().expire_holds();
+            }
+        });
+    }
     if policy != posix::ExportPolicy::default() {
         tracing::info!(?policy, "export policy");
     }

@@ -12,26 +12,40 @@
 //! on a local FS; otherwise the fd is closed at once and its space freed.
 //! The count lives in the entry: an evicted entry forgets it, exactly as it
 //! forgets the unlinked file itself.
+//!
+//! A removal **hold** keeps a file whose last name went away for a short
+//! grace (the kernel-cache lease) even when nobody has it open: a gateway
+//! whose kernel still held the old name when the removal happened may have
+//! an open of it on the way (gateways do not wait for opens, and a callback
+//! reaches them only after the removal), and that open must find the file,
+//! as an open made just before the removal would have. [`FdCache::expire_holds`]
+//! lets go of holds past their time.
 
 use lru::LruCache;
+use std::collections::VecDeque;
 use std::num::NonZeroUsize;
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 use xlator::FileId;
 
 struct Entry {
     fd: Arc<OwnedFd>,
     /// opens not yet released
     opens: u32,
+    /// kept after its last name went, until the hold expires
+    held: bool,
 }
 
 pub struct FdCache {
     map: Mutex<LruCache<FileId, Entry>>,
+    /// removal holds in the order they end
+    holds: Mutex<VecDeque<(Instant, FileId)>>,
 }
 
 impl FdCache {
     pub fn new(capacity: usize) -> FdCache {
-        FdCache { map: Mutex::new(LruCache::new(NonZeroUsize::new(capacity.max(1)).unwrap())) }
+        FdCache { map: Mutex::new(LruCache::new(NonZeroUsize::new(capacity.max(1)).unwrap())), holds: Mutex::default() }
     }
 
     pub fn get(&self, fid: FileId) -> Option<Arc<OwnedFd>> {
@@ -51,7 +65,7 @@ impl FdCache {
             return e.fd.clone();
         }
         // The evicted fd (if any) is dropped outside the lock: close(2) can be slow.
-        let old = map.push(fid, Entry { fd: fd.clone(), opens: 0 });
+        let old = map.push(fid, Entry { fd: fd.clone(), opens: 0, held: false });
         drop(map);
         drop(old);
         fd
@@ -81,7 +95,7 @@ impl FdCache {
     pub fn forget_unless_open(&self, fid: FileId) -> bool {
         let mut map = self.map.lock().unwrap();
         match map.peek(&fid) {
-            Some(e) if e.opens > 0 => true,
+            Some(e) if e.opens > 0 || e.held => true,
             Some(_) => {
                 let old = map.pop(&fid);
                 drop(map);
@@ -90,6 +104,47 @@ impl FdCache {
             }
             None => false,
         }
+    }
+
+    /// Keep `fid`'s cached fd (its last name just went) until `until`,
+    /// open or not. Returns false when no fd is cached to keep.
+    pub fn hold(&self, fid: FileId, until: Instant) -> bool {
+        match self.map.lock().unwrap().peek_mut(&fid) {
+            Some(e) => e.held = true,
+            None => return false,
+        }
+        self.holds.lock().unwrap().push_back((until, fid));
+        true
+    }
+
+    /// Let go of the holds that ended by `now`: a file nobody opened
+    /// meanwhile is closed (its space freed). Returns how many ended.
+    pub fn expire_holds(&self, now: Instant) -> usize {
+        let mut ended = Vec::new();
+        {
+            let mut holds = self.holds.lock().unwrap();
+            while holds.front().is_some_and(|(t, _)| *t <= now) {
+                ended.extend(holds.pop_front().map(|(_, f)| f));
+            }
+        }
+        let mut closed = Vec::new();
+        let mut map = self.map.lock().unwrap();
+        for fid in &ended {
+            if let Some(e) = map.peek_mut(fid) {
+                e.held = false;
+                if e.opens == 0 {
+                    closed.extend(map.pop(fid));
+                }
+            }
+        }
+        drop(map);
+        drop(closed);
+        ended.len()
+    }
+
+    /// Whether `fid` is under a removal hold.
+    pub fn is_held(&self, fid: FileId) -> bool {
+        self.map.lock().unwrap().peek(&fid).is_some_and(|e| e.held)
     }
 
     pub fn remove(&self, fid: FileId) {
@@ -122,6 +177,26 @@ mod tests {
         assert!(c.get(FileId(1)).is_some() && c.get(FileId(3)).is_some());
         c.remove(FileId(1));
         assert!(c.get(FileId(1)).is_none());
+    }
+
+    #[test]
+    fn a_hold_keeps_a_removed_file_until_it_ends_or_its_last_release() {
+        let c = FdCache::new(4);
+        let t0 = Instant::now();
+        let grace = std::time::Duration::from_secs(1);
+        assert!(!c.hold(FileId(9), t0 + grace), "nothing cached: nothing to hold");
+        c.insert(FileId(1), open());
+        c.insert(FileId(2), open());
+        assert!(c.hold(FileId(1), t0 + grace) && c.hold(FileId(2), t0 + grace));
+        assert!(c.forget_unless_open(FileId(1)), "held: kept although nobody has it open");
+        // a late open of file 2 arrives within the hold and keeps it past it
+        c.opened(FileId(2));
+        assert_eq!(c.expire_holds(t0), 0, "not yet");
+        assert!(c.is_held(FileId(1)));
+        assert_eq!(c.expire_holds(t0 + grace), 2);
+        assert!(!c.contains(FileId(1)), "closed when its hold ended");
+        assert!(c.contains(FileId(2)) && !c.is_held(FileId(2)), "still open");
+        assert_eq!(c.released(FileId(2)), 0);
     }
 
     #[test]

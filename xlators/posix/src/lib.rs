@@ -83,6 +83,9 @@ pub struct Posix {
     fast_hits: std::sync::atomic::AtomicU64,
     /// `IMCA_POSIX_FAST=0` turns the fast paths off (to measure them)
     fast: bool,
+    /// how long a file whose last name went stays reachable by id (see
+    /// `fdcache`: opens on their way from gateways); zero = not at all
+    removal_grace: std::time::Duration,
 }
 
 /// An object reached from a `Loc`: an `O_PATH` fd, its stat and its id.
@@ -118,7 +121,24 @@ impl Posix {
             Err(e) => return Err(io::Error::new(e.kind(), format!("export {}: cannot store file ids in xattrs: {e}", export.display()))),
         }
         Ok(Posix { export: export.to_path_buf(), root, fids, fds: FdCache::new(fd_cache), root_user: sys::euid_is_root(), policy, id_locks: Default::default(), name_locks: Default::default(), fast_hits: Default::default(),
-            fast: std::env::var("IMCA_POSIX_FAST").map_or(true, |v| v != "0") })
+            fast: std::env::var("IMCA_POSIX_FAST").map_or(true, |v| v != "0"), removal_grace: std::time::Duration::ZERO })
+    }
+
+    /// Keep a removed file reachable by id for `grace` after its last name
+    /// went (the storage server's kernel-cache lease); call
+    /// [`Posix::expire_holds`] now and then to let go.
+    pub fn with_removal_grace(mut self, grace: std::time::Duration) -> Posix {
+        self.removal_grace = grace;
+        self
+    }
+
+    pub fn removal_grace(&self) -> std::time::Duration {
+        self.removal_grace
+    }
+
+    /// Close the removed files whose grace ended and nobody opened.
+    pub fn expire_holds(&self) -> usize {
+        self.fds.expire_holds(std::time::Instant::now())
     }
 
     pub fn export(&self) -> &Path {
@@ -198,7 +218,8 @@ impl Posix {
         }
         if let Some(data) = self.fds.get(fid) {
             if sys::fstat(raw(&data))?.st_nlink == 0 {
-                self.fds.remove(fid);
+                // (unless a removal hold still keeps it)
+                self.fds.forget_unless_open(fid);
             }
         }
         Ok(())

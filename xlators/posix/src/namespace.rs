@@ -243,6 +243,19 @@ impl Posix {
         Ok(Removed { fid: o.fid, remaining: None })
     }
 
+    /// A file whose last name just went: held for the removal grace (an
+    /// open from a gateway whose kernel still had the name may be on its
+    /// way), else closed now unless a gateway has it open.
+    fn hold_or_forget(&self, o: &Obj) {
+        let grace = self.removal_grace();
+        if !grace.is_zero() && kind_of(&o.st) == FileKind::File && self.data_fd_of(o).is_ok() {
+            if self.fds().hold(o.fid, std::time::Instant::now() + grace) {
+                return;
+            }
+        }
+        self.fds().forget_unless_open(o.fid);
+    }
+
     /// After a name of `o` went away: its attributes if other names remain,
     /// else `None` — its per-fid link is dropped and, unless a gateway has
     /// it open, its cached fd is closed now, so its space is freed now (an
@@ -255,7 +268,7 @@ impl Posix {
             if st.st_nlink > 0 { Some(super::attr_of(&st, o.fid, false)) } else { None }
         };
         if remaining.is_none() {
-            self.fds().forget_unless_open(o.fid);
+            self.hold_or_forget(o);
         }
         Ok(remaining)
     }
