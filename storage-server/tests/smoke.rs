@@ -34,7 +34,7 @@ async fn create_write_read_stat_list_remove() {
     assert_eq!(r.fid, new.fid);
     assert!(r.remaining.is_none());
     c.release(&loc).await.unwrap();
-    assert_eq!(c.getattr(&loc).await.unwrap_err(), FsError::ENOENT);
+    common::gone_by_id(c, &loc).await;
     assert_eq!(c.lookup(&root(), "hello.txt").await.unwrap_err(), FsError::ENOENT);
     e.server.shutdown().await;
 }

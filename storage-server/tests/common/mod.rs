@@ -54,3 +54,19 @@ pub async fn env_with(set: impl FnOnce(&mut Args)) -> Env {
     let c = protocol_client::connect(&server.addr.to_string(), opts).await.unwrap();
     Env { _dir: dir, export, server, c }
 }
+
+/// Wait until a removed and released file is gone by id (ENOENT): posix
+/// holds it a moment after its last name went (two kernel leases), for
+/// opens on their way from gateways; until then it answers with nlink 0.
+pub async fn gone_by_id(c: &protocol_client::ProtocolClient, loc: &xlator::Loc) {
+    use xlator::Translator;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match c.getattr(loc).await {
+            Err(e) => return assert_eq!(e, xlator::FsError::ENOENT),
+            Ok(a) => assert_eq!(a.nlink, 0, "held, with no name"),
+        }
+        assert!(std::time::Instant::now() < deadline, "a released, removed file still reachable by id after 10 s");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}

@@ -19,7 +19,8 @@
 //! an open of it on the way (gateways do not wait for opens, and a callback
 //! reaches them only after the removal), and that open must find the file,
 //! as an open made just before the removal would have. [`FdCache::expire_holds`]
-//! lets go of holds past their time.
+//! lets go of holds past their time, and a write that finds the disk full
+//! ends them all at once ([`FdCache::release_all_holds`]).
 
 use lru::LruCache;
 use std::collections::VecDeque;
@@ -140,6 +141,12 @@ impl FdCache {
         drop(map);
         drop(closed);
         ended.len()
+    }
+
+    /// End every hold now (the disk is full: their space is wanted).
+    pub fn release_all_holds(&self) -> usize {
+        let last = self.holds.lock().unwrap().back().map(|(t, _)| *t);
+        last.map_or(0, |t| self.expire_holds(t))
     }
 
     /// Whether `fid` is under a removal hold.
