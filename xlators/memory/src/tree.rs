@@ -11,7 +11,6 @@ use xlator::*;
 /// posix keeps its own state in this directory at the export root; clients
 /// can neither see it nor create it, and so it is here.
 pub(crate) const META_DIR: &str = ".imca";
-const PATH_MAX: usize = libc::PATH_MAX as usize;
 /// What a directory reports as its size (ext4's for a small directory).
 const DIR_SIZE: u64 = 4096;
 
@@ -128,13 +127,11 @@ pub(crate) fn check_name(name: &str) -> FsResult<()> {
     Ok(())
 }
 
-/// A relative path as a client may send it (nothing under `.imca`).
+/// A relative path as a client may send it (nothing under `.imca`), of any
+/// length: posix opens a long one a PATH_MAX run at a time.
 pub(crate) fn check_path(path: &str) -> FsResult<()> {
     if path.is_empty() {
         return Ok(());
-    }
-    if path.len() >= PATH_MAX {
-        return err(libc::ENAMETOOLONG);
     }
     for (i, c) in path.split('/').enumerate() {
         check_name(c)?;
@@ -168,16 +165,16 @@ impl Fs {
         self.inode_mut(fid).dir_mut().expect("a resolved directory")
     }
 
-    /// Resolve a location: a non-directory by its id when the id is known
-    /// (posix's per-fid link, which survives renames elsewhere), else by
-    /// path, checked against the id.
+    /// Resolve a location: by its id when the id is known (posix's per-fid
+    /// link of a file, or record of a directory, which survive renames
+    /// elsewhere), else by path, checked against the id.
     pub fn resolve(&self, loc: &Loc) -> FsResult<FileId> {
         check_path(&loc.path)?;
         if loc.fid == Some(FileId::ROOT) || (loc.path.is_empty() && loc.fid.is_none()) {
             return Ok(FileId::ROOT);
         }
         if let Some(fid) = loc.fid {
-            if self.inodes.get(&fid).is_some_and(|i| i.kind() != FileKind::Dir) {
+            if self.inodes.contains_key(&fid) {
                 return Ok(fid);
             }
         }

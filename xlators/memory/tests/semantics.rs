@@ -58,7 +58,7 @@ async fn an_unlinked_open_file_stays_reachable_by_id_until_released() {
 }
 
 #[tokio::test]
-async fn ids_resolve_first_for_files_and_are_checked_for_directories() {
+async fn ids_resolve_first_for_files_and_directories() {
     on_both(|x| async move {
         let (d, e, f) = (nf("d", 10), nf("e", 11), nf("f", 12));
         x.mkdir(&Loc::root(), &d).await.unwrap();
@@ -68,10 +68,13 @@ async fn ids_resolve_first_for_files_and_are_checked_for_directories() {
         // a file: its id finds it wherever it went, whatever path is sent
         assert_eq!(x.getattr(&at("d/f", f.fid)).await.unwrap().fid, f.fid);
         assert_eq!(x.getattr(&at("nowhere", f.fid)).await.unwrap().fid, f.fid);
-        // a directory: found by path, and the path must hold that id
+        // a directory too (posix: its marker's record), whatever path is sent
         x.rename(&Loc::root(), "d", &Loc::root(), "d2", NONE).await.unwrap();
-        assert_eq!(x.getattr(&at("d", d.fid)).await.unwrap_err(), FsError::ENOENT);
+        assert_eq!(x.getattr(&at("d", d.fid)).await.unwrap().fid, d.fid);
         assert_eq!(x.getattr(&at("d2", d.fid)).await.unwrap().fid, d.fid);
+        assert_eq!(x.getattr(&at("e", d.fid)).await.unwrap().fid, d.fid);
+        // an id that is gone: the path must hold it
+        x.rmdir(&Loc::root(), "d2").await.unwrap();
         assert_eq!(x.getattr(&at("e", d.fid)).await.unwrap_err(), FsError::ENOENT);
         // on the way: a file is ENOTDIR, a symlink ELOOP; bad names are refused
         x.symlink(&Loc::root(), &nf("s", 13), "e").await.unwrap();

@@ -2,7 +2,8 @@
 //! blocking pool (two thread wake-ups, most of a small op's latency), when
 //! the kernel can answer from memory: reads served by `preadv2(RWF_NOWAIT)`
 //! from the page cache, and lookups/stats whose path is in the dentry cache
-//! (`openat2(RESOLVE_CACHED)`). Anything else returns `None` and the caller
+//! (`openat2(RESOLVE_CACHED)`) or whose directory is in the table of
+//! directory fds (`dirs`). Anything else returns `None` and the caller
 //! takes the ordinary blocking path, which gives the authoritative answer
 //! and errno.
 
@@ -48,7 +49,13 @@ impl Posix {
             return None;
         }
         let r = match sys::open_beneath_cached(raw(&dir.fd), name, libc::O_PATH | libc::O_NOFOLLOW) {
-            Ok(fd) => Ok(self.attr(&self.obj_cached(fd)?)),
+            Ok(fd) => {
+                let o = self.obj_cached(fd)?;
+                if kind_of(&o.st) == FileKind::Dir {
+                    self.remember_dir(o.fid, &o.fd);
+                }
+                Ok(self.attr(&o))
+            }
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Err(e),
             Err(_) => return None,
         };
@@ -71,20 +78,29 @@ impl Posix {
             return Some(Obj { fd, st, fid: FileId::ROOT, linked: false });
         }
         if let Some(fid) = loc.fid {
-            // Files are found through their per-fid link; directories (no
-            // link) and misses go on by path, checked against the id.
+            // Directories are found in the table of directory fds, files
+            // through their per-fid link; misses go on by path (if short
+            // enough for one syscall), checked against the id.
+            if let Some(fd) = self.cached_dir(fid) {
+                let fd = fd.try_clone().ok()?;
+                let st = sys::fstat(raw(&fd)).ok()?;
+                return Some(Obj { fd, st, fid, linked: false });
+            }
             if let Ok(fd) = sys::open_beneath_cached(raw(&self.fids), &fid_link(fid), libc::O_PATH | libc::O_NOFOLLOW) {
                 let st = sys::fstat(raw(&fd)).ok()?;
                 return Some(Obj { fd, st, fid, linked: true });
             }
         }
-        if loc.path.is_empty() {
+        if loc.path.is_empty() || loc.path.len() >= libc::PATH_MAX as usize {
             return None;
         }
         let fd = sys::open_beneath_cached(self.root_fd(), &loc.path, libc::O_PATH | libc::O_NOFOLLOW).ok()?;
         let o = self.obj_cached(fd)?;
         match loc.fid {
             Some(want) if want != o.fid => None,
+            // A directory asked for by id but not in the table: the slow
+            // path finds it by id, puts it there (and repairs its record).
+            Some(_) if kind_of(&o.st) == FileKind::Dir => None,
             _ => Some(o),
         }
     }

@@ -72,7 +72,7 @@ pub(crate) fn fid_link(fid: FileId) -> String {
 }
 
 /// A directory's marker, next to where a file's link would be.
-fn dir_marker(fid: FileId) -> String {
+pub(crate) fn dir_marker(fid: FileId) -> String {
     format!("{}.dir", fid_link(fid))
 }
 
@@ -87,6 +87,20 @@ impl Posix {
     pub(crate) fn lock_id(&self, fid: FileId) -> MutexGuard<'_, ()> {
         let m = &self.id_locks.0[(fid.0 % ID_LOCKS as u128) as usize];
         m.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The id locks of two objects (a rename moving or swapping
+    /// directories), taken in a fixed order; one lock when they share it.
+    pub(crate) fn lock_ids(&self, a: FileId, b: Option<FileId>) -> (MutexGuard<'_, ()>, Option<MutexGuard<'_, ()>>) {
+        let slot = |f: FileId| (f.0 % ID_LOCKS as u128) as usize;
+        match b {
+            Some(b) if slot(b) != slot(a) => {
+                let (lo, hi) = if slot(a) < slot(b) { (a, b) } else { (b, a) };
+                let first = self.lock_id(lo);
+                (first, Some(self.lock_id(hi)))
+            }
+            _ => (self.lock_id(a), None),
+        }
     }
 
     /// The create lock of `name` in `dir`: held by a create (mkdir, mknod,
@@ -128,10 +142,17 @@ impl Posix {
     }
 
     /// Take a directory's id before the directory is made (its marker,
-    /// made with `O_EXCL`: EEXIST if it is there).
-    pub(crate) fn claim_dir_fid(&self, fid: FileId) -> io::Result<()> {
+    /// made with `O_EXCL`: EEXIST if it is there), recording where it will
+    /// be when that is known (see [`crate::dirs`]; best effort).
+    pub(crate) fn claim_dir_fid(&self, fid: FileId, place: Option<&crate::dirs::Place>) -> io::Result<()> {
         let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
-        sys::openat(raw(&self.fids), &dir_marker(fid), flags, 0o600).map(drop)
+        let marker = sys::openat(raw(&self.fids), &dir_marker(fid), flags, 0o600)?;
+        if let Some(p) = place {
+            if let Err(e) = sys::fsetxattr(raw(&marker), crate::dirs::PLACE_XATTR, &crate::dirs::encode(std::slice::from_ref(p))) {
+                tracing::warn!(%fid, "cannot record where a new directory is: {e}");
+            }
+        }
+        Ok(())
     }
 
     /// A directory is gone (or was never made): its id is free again.

@@ -10,7 +10,9 @@
 //!  EXPORT/                    the volume's files, as users see them
 //!  EXPORT/.imca/volume.json   the volume's cache config (see `volume`)
 //!  EXPORT/.imca/fids/ab/<fid> one extra hard link per non-directory, by file id
-//!  EXPORT/.imca/fids/ab/<fid>.dir  an empty marker per directory (its id is taken)
+//!  EXPORT/.imca/fids/ab/<fid>.dir  a marker per directory (its id is taken);
+//!                                  its xattr user.imca.parent records where
+//!                                  the directory is: parent id + name
 //! ```
 //!
 //! Every file and directory carries its 128-bit file id in the xattr
@@ -19,7 +21,11 @@
 //! GlusterFS `.glusterfs` idea) let data operations find a file by id even
 //! after another gateway renamed it; the extra link is subtracted from the
 //! nlink users see, and `.imca` and IMCa's xattrs (`*.imca.*`, see
-//! [`xattr`]) are hidden from them and refused to them.
+//! [`xattr`]) are hidden from them and refused to them. Directories are
+//! found by id too, through their marker's record and a table of open
+//! directory fds ([`dirs`]), so nothing depends on a path's length: the
+//! path a gateway sends is only a fallback (objects without a usable id or
+//! record), opened a PATH_MAX-sized run at a time.
 //!
 //! Confinement: client paths are validated (no `..`, `.`, empty or over-long
 //! components) and opened with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`;
@@ -38,6 +44,8 @@
 //! mutex) — no global lock on the hot path.
 
 mod data;
+mod dirfds;
+mod dirs;
 mod fast;
 mod fdcache;
 mod ids;
@@ -47,6 +55,8 @@ mod sys;
 mod translator;
 mod xattr;
 
+pub use dirfds::DEFAULT_DIR_FDS;
+pub use dirs::{MAX_CLIMB, PLACE_XATTR};
 pub use fdcache::FdCache;
 pub use policy::{ExportPolicy, NOBODY};
 pub(crate) use ids::fid_link;
@@ -72,8 +82,12 @@ pub const MAX_READ: u32 = 32 * 1024 * 1024;
 pub struct Posix {
     export: PathBuf,
     root: OwnedFd,
+    /// the root again, shared the way the walk of [`dirs`] holds directories
+    root_dir: Arc<OwnedFd>,
     fids: OwnedFd,
     fds: FdCache,
+    /// directory id → O_PATH fd (see [`dirs`])
+    dir_fds: dirfds::DirFds,
     root_user: bool,
     policy: ExportPolicy,
     id_locks: ids::IdLocks,
@@ -120,7 +134,8 @@ impl Posix {
             Ok(()) => {}
             Err(e) => return Err(io::Error::new(e.kind(), format!("export {}: cannot store file ids in xattrs: {e}", export.display()))),
         }
-        Ok(Posix { export: export.to_path_buf(), root, fids, fds: FdCache::new(fd_cache), root_user: sys::euid_is_root(), policy, id_locks: Default::default(), name_locks: Default::default(), fast_hits: Default::default(),
+        let root_dir = Arc::new(root.try_clone()?);
+        Ok(Posix { export: export.to_path_buf(), root, root_dir, fids, fds: FdCache::new(fd_cache), dir_fds: dirfds::DirFds::new(DEFAULT_DIR_FDS), root_user: sys::euid_is_root(), policy, id_locks: Default::default(), name_locks: Default::default(), fast_hits: Default::default(),
             fast: std::env::var("IMCA_POSIX_FAST").map_or(true, |v| v != "0"), removal_grace: std::time::Duration::ZERO })
     }
 
@@ -155,12 +170,20 @@ impl Posix {
         self.fds.len()
     }
 
+    /// Number of directory fds held right now (see [`dirs`]).
+    pub fn open_dir_fds(&self) -> usize {
+        self.dir_fds.len()
+    }
+
     fn root_fd(&self) -> RawFd {
         raw(&self.root)
     }
 
-    /// Resolve a location: by file id through its hard link when the id is
-    /// known (survives renames elsewhere), else by path beneath the root.
+    /// Resolve a location by its file id when it has one: a file through
+    /// its hard link, a directory through its record ([`dirs`]) — both
+    /// survive renames elsewhere and know no path length. Else (no id, or
+    /// an object found by neither) by path beneath the root, checked
+    /// against the id.
     pub(crate) fn resolve(&self, loc: &Loc) -> io::Result<Obj> {
         check_path(&loc.path)?;
         if loc.fid == Some(FileId::ROOT) || (loc.path.is_empty() && loc.fid.is_none()) {
@@ -169,20 +192,11 @@ impl Posix {
             return Ok(Obj { fd, st, fid: FileId::ROOT, linked: false });
         }
         if let Some(fid) = loc.fid {
-            match sys::openat(raw(&self.fids), &fid_link(fid), libc::O_PATH | libc::O_NOFOLLOW, 0) {
-                Ok(fd) => {
-                    let st = sys::fstat(raw(&fd))?;
-                    return Ok(Obj { fd, st, fid, linked: true });
-                }
-                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
-                    if let Some(o) = self.unlinked_but_open(fid)? {
-                        return Ok(o);
-                    }
-                }
-                Err(e) => return Err(e),
+            if let Some(o) = self.by_id(fid)? {
+                return Ok(o);
             }
         }
-        let fd = sys::open_beneath(self.root_fd(), &loc.path, libc::O_PATH | libc::O_NOFOLLOW)?;
+        let fd = sys::open_beneath_long(self.root_fd(), &loc.path, libc::O_PATH | libc::O_NOFOLLOW)?;
         let obj = if loc.path.is_empty() {
             let st = sys::fstat(raw(&fd))?;
             Obj { fd, st, fid: FileId::ROOT, linked: false }
@@ -194,8 +208,50 @@ impl Posix {
                 // The name now holds another file: the one asked for is gone.
                 return Err(err(libc::ENOENT));
             }
+            if kind_of(&obj.st) == FileKind::Dir {
+                // Asked for by id but not found by it: an export from before
+                // records, or a record gone stale. Write what the path found.
+                self.repair_place(&loc.path, &obj);
+            }
         }
         Ok(obj)
+    }
+
+    /// The object with id `fid` found by id alone, `None` when it cannot be.
+    fn by_id(&self, fid: FileId) -> io::Result<Option<Obj>> {
+        if let Some(fd) = self.cached_dir(fid) {
+            let fd = fd.try_clone()?;
+            let st = sys::fstat(raw(&fd))?;
+            return Ok(Some(Obj { fd, st, fid, linked: false }));
+        }
+        match sys::openat(raw(&self.fids), &fid_link(fid), libc::O_PATH | libc::O_NOFOLLOW, 0) {
+            Ok(fd) => {
+                let st = sys::fstat(raw(&fd))?;
+                return Ok(Some(Obj { fd, st, fid, linked: true }));
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                if let Some(o) = self.unlinked_but_open(fid)? {
+                    return Ok(Some(o));
+                }
+            }
+            Err(e) => return Err(e),
+        }
+        let Some(fd) = self.dir_by_id(fid)? else { return Ok(None) };
+        let st = sys::fstat(raw(&fd))?;
+        Ok(Some(Obj { fd, st, fid, linked: false }))
+    }
+
+    /// Record where directory `o`, found at `path`, is (see [`dirs`]).
+    fn repair_place(&self, path: &str, o: &Obj) {
+        let (parent, name) = path.rsplit_once('/').unwrap_or(("", path));
+        match sys::open_beneath_long(self.root_fd(), parent, libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW) {
+            Ok(p) => {
+                tracing::debug!(fid = %o.fid, "recording a directory's place, found by path");
+                self.record_place(o.fid, &p, name);
+                self.remember_dir(o.fid, &o.fd);
+            }
+            Err(e) => tracing::debug!(fid = %o.fid, "cannot reopen a directory's parent to record its place: {e}"),
+        }
     }
 
     /// A file whose last name is gone but whose fd is still cached (an
@@ -275,14 +331,15 @@ impl Posix {
         match fid {
             Some(fid) => Ok(Obj { fd, st, fid, linked: kind != FileKind::Dir && fid != FileId::ROOT }),
             None => {
-                let (fid, linked) = self.assign_fid(raw(&fd), kind, &st)?;
+                let place = name.map(|(dir, n)| dirs::Place { parent: dir.fid, name: n.to_string() });
+                let (fid, linked) = self.assign_fid(raw(&fd), kind, &st, place.as_ref())?;
                 let st = if linked { sys::fstat(raw(&fd))? } else { st };
                 Ok(Obj { fd, st, fid, linked })
             }
         }
     }
 
-    fn assign_fid(&self, fd: RawFd, kind: FileKind, st: &Stat) -> io::Result<(FileId, bool)> {
+    fn assign_fid(&self, fd: RawFd, kind: FileKind, st: &Stat, place: Option<&dirs::Place>) -> io::Result<(FileId, bool)> {
         let fid = FileId::from_random(sys::random_u128());
         match sys::setxattr(fd, fid_xattr(kind), fid.to_hex().as_bytes(), libc::XATTR_CREATE) {
             Ok(()) => {}
@@ -302,7 +359,7 @@ impl Posix {
         if kind == FileKind::Dir {
             // Best effort: a fresh random id cannot be in use, the marker
             // only keeps later creates from taking it.
-            if let Err(e) = self.claim_dir_fid(fid) {
+            if let Err(e) = self.claim_dir_fid(fid, place) {
                 tracing::warn!(%fid, "cannot mark a directory's id as taken: {e}");
             }
             return Ok((fid, false));
@@ -397,13 +454,11 @@ pub(crate) fn check_name(name: &str) -> io::Result<()> {
 }
 
 /// A relative path as a client may send it: `a/b/c`, no `.`/`..`/empty parts,
-/// nothing under the hidden `.imca`.
+/// nothing under the hidden `.imca`. Of any length: a tree has no depth
+/// limit (the transport's frame limit bounds what one request carries).
 pub(crate) fn check_path(path: &str) -> io::Result<()> {
     if path.is_empty() {
         return Ok(());
-    }
-    if path.len() >= libc::PATH_MAX as usize {
-        return Err(err(libc::ENAMETOOLONG));
     }
     for (i, c) in path.split('/').enumerate() {
         check_name(c)?;

@@ -1,6 +1,7 @@
 //! Namespace operations (synchronous; run on the blocking pool).
 
 use super::sys::{self, err, raw};
+use super::dirs::Place;
 use super::{check_name, check_new_name, kind_of, Obj, Posix};
 use std::io;
 use std::os::fd::OwnedFd;
@@ -12,6 +13,10 @@ impl Posix {
         check_name(name)?;
         let dir = self.resolve_dir(parent)?;
         let o = self.child(&dir, name)?;
+        if kind_of(&o.st) == FileKind::Dir {
+            // what a gateway looks up it uses next: by id, without a walk
+            self.remember_dir(o.fid, &o.fd);
+        }
         Ok(self.attr(&o))
     }
 
@@ -83,8 +88,8 @@ impl Posix {
         let _name = self.lock_name(&dir, &new.name);
         let _id = self.lock_id(new.fid);
         self.check_new_fid(new.fid)?;
-        // The marker is taken before the directory is made.
-        self.claim_dir_fid(new.fid)?;
+        // The marker is taken before the directory is made, with its place.
+        self.claim_dir_fid(new.fid, Some(&Place { parent: dir.fid, name: new.name.clone() }))?;
         let r = sys::mkdirat(raw(&dir.fd), &new.name, self.policy().perm(new.perm))
             .and_then(|()| self.finish_create(&dir, new, None));
         if r.is_err() {
@@ -239,6 +244,7 @@ impl Posix {
             return Err(err(libc::ENOTDIR));
         }
         sys::unlinkat(raw(&dir.fd), name, libc::AT_REMOVEDIR)?;
+        self.forget_dir(o.fid);
         self.free_dir_fid(o.fid);
         Ok(Removed { fid: o.fid, remaining: None })
     }
@@ -294,10 +300,33 @@ impl Posix {
         if flags.exchange {
             f |= libc::RENAME_EXCHANGE;
         }
-        sys::renameat2(raw(&from.fd), name, raw(&to.fd), newname, f)?;
+        let old_place = Place { parent: from.fid, name: name.to_string() };
+        let new_place = Place { parent: to.fid, name: newname.to_string() };
+        // Directories that move get their new place recorded (see `dirs`).
+        let moving = |o: &Obj| kind_of(&o.st) == FileKind::Dir;
+        let swapped = dst.as_ref().filter(|d| flags.exchange && moving(d)).map(|d| d.fid);
+        if !moving(&src) && swapped.is_none() {
+            sys::renameat2(raw(&from.fd), name, raw(&to.fd), newname, f)?;
+        } else {
+            let _ids = self.lock_ids(src.fid, swapped);
+            let mut undo = Vec::new();
+            if moving(&src) {
+                undo.push((src.fid, self.record_move(src.fid, &new_place, &old_place)));
+            }
+            if let Some(d) = swapped {
+                undo.push((d, self.record_move(d, &old_place, &new_place)));
+            }
+            if let Err(e) = sys::renameat2(raw(&from.fd), name, raw(&to.fd), newname, f) {
+                for (fid, before) in undo.into_iter().filter(|(_, b)| !b.is_empty()) {
+                    self.write_places(fid, &before);
+                }
+                return Err(e);
+            }
+        }
         let replaced = match dst {
             Some(d) if !flags.exchange && (d.st.st_ino, d.st.st_dev) != (src.st.st_ino, src.st.st_dev) => {
                 let remaining = if kind_of(&d.st) == FileKind::Dir {
+                    self.forget_dir(d.fid);
                     self.free_dir_fid(d.fid);
                     None
                 } else {

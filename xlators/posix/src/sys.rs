@@ -94,6 +94,28 @@ pub fn open_beneath(root: RawFd, path: &str, flags: i32) -> io::Result<OwnedFd> 
     owned(r as libc::c_int)
 }
 
+/// [`open_beneath`] of a path of any length: one syscall's path is limited
+/// to PATH_MAX, a tree is not, so a longer path is opened a run of
+/// components at a time, each run beneath the directory the last one
+/// reached (so still confined, still refusing symlinks).
+pub fn open_beneath_long(root: RawFd, path: &str, flags: i32) -> io::Result<OwnedFd> {
+    const RUN: usize = libc::PATH_MAX as usize - 1;
+    if path.len() < RUN {
+        return open_beneath(root, path, flags);
+    }
+    let mut at: Option<OwnedFd> = None;
+    let mut rest = path;
+    while rest.len() >= RUN {
+        // The longest run of whole components that fits (names are at
+        // most 255 bytes, so there always is one).
+        let cut = rest.as_bytes()[..RUN].iter().rposition(|&b| b == b'/').ok_or_else(|| err(libc::ENAMETOOLONG))?;
+        let dir = at.as_ref().map_or(root, AsRawFd::as_raw_fd);
+        at = Some(open_beneath(dir, &rest[..cut], libc::O_PATH | libc::O_DIRECTORY)?);
+        rest = &rest[cut + 1..];
+    }
+    open_beneath(at.as_ref().map_or(root, AsRawFd::as_raw_fd), rest, flags)
+}
+
 /// `openat` of a single, validated name.
 pub fn openat(dir: RawFd, name: &str, flags: i32, mode: u32) -> io::Result<OwnedFd> {
     let n = cstr(name)?;
@@ -268,6 +290,19 @@ pub fn getxattr(fd: RawFd, name: &str, buf: &mut [u8]) -> io::Result<usize> {
 pub fn setxattr(fd: RawFd, name: &str, value: &[u8], flags: i32) -> io::Result<()> {
     let (p, n) = (proc_path(fd), cstr(name)?);
     cvt(unsafe { libc::setxattr(p.as_ptr(), n.as_ptr(), value.as_ptr().cast(), value.len(), flags) }).map(drop)
+}
+
+// Directory markers are ordinary files the daemon opens itself: plain
+// `f*xattr` on a real fd, no /proc jump.
+
+pub fn fgetxattr(fd: RawFd, name: &str, buf: &mut [u8]) -> io::Result<usize> {
+    let n = cstr(name)?;
+    cvt_size(unsafe { libc::fgetxattr(fd, n.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) })
+}
+
+pub fn fsetxattr(fd: RawFd, name: &str, value: &[u8]) -> io::Result<()> {
+    let n = cstr(name)?;
+    cvt(unsafe { libc::fsetxattr(fd, n.as_ptr(), value.as_ptr().cast(), value.len(), 0) }).map(drop)
 }
 
 pub fn listxattr(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
