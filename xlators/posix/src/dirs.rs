@@ -35,8 +35,8 @@
 //! [`MAX_DETOURS`] deep, so no record can make it loop or hold unbounded
 //! memory.
 
-use crate::sys::{self, err, raw};
-use crate::{check_name, read_fid, Posix, META_DIR};
+use crate::sys::{self, err, raw, Stat};
+use crate::{check_name, read_fid, Obj, Posix, META_DIR};
 use std::collections::HashSet;
 use std::io;
 use std::os::fd::OwnedFd;
@@ -89,9 +89,6 @@ impl Posix {
     /// The directory with id `fid`, found by id; `None` when it cannot be
     /// (no such directory here, or no usable record: try the path).
     pub(crate) fn dir_by_id(&self, fid: FileId) -> io::Result<Option<OwnedFd>> {
-        if let Some(fd) = self.cached_dir(fid) {
-            return Ok(Some(fd.try_clone()?));
-        }
         // Twice: a walk that raced with a rename of one of the directories
         // on its way reads the records again (the rename recorded both places).
         for _ in 0..2 {
@@ -106,11 +103,17 @@ impl Posix {
         Ok(None)
     }
 
-    /// The table's fd of `fid` while that directory still exists.
-    pub(crate) fn cached_dir(&self, fid: FileId) -> Option<Arc<OwnedFd>> {
+    /// The directory `fid` from the table, while it still exists (no disk
+    /// access: the fast paths use it too).
+    pub(crate) fn cached_dir_obj(&self, fid: FileId) -> Option<Obj> {
+        let (fd, st) = self.cached_dir(fid)?;
+        Some(Obj { fd: fd.try_clone().ok()?, st, fid, linked: false })
+    }
+
+    fn cached_dir(&self, fid: FileId) -> Option<(Arc<OwnedFd>, Stat)> {
         let fd = self.dir_fds.get(fid)?;
         match sys::fstat(raw(&fd)) {
-            Ok(st) if st.st_nlink > 0 => Some(fd),
+            Ok(st) if st.st_nlink > 0 => Some((fd, st)),
             _ => {
                 self.dir_fds.remove(fid);
                 None
@@ -140,7 +143,7 @@ impl Posix {
             if cur == FileId::ROOT {
                 break self.root_dir.clone();
             }
-            if let Some(fd) = self.cached_dir(cur) {
+            if let Some((fd, _)) = self.cached_dir(cur) {
                 break fd;
             }
             if chain.len() >= MAX_CLIMB || !seen.insert(cur) {

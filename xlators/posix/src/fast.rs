@@ -81,10 +81,8 @@ impl Posix {
             // Directories are found in the table of directory fds, files
             // through their per-fid link; misses go on by path (if short
             // enough for one syscall), checked against the id.
-            if let Some(fd) = self.cached_dir(fid) {
-                let fd = fd.try_clone().ok()?;
-                let st = sys::fstat(raw(&fd)).ok()?;
-                return Some(Obj { fd, st, fid, linked: false });
+            if let Some(o) = self.cached_dir_obj(fid) {
+                return Some(o);
             }
             if let Ok(fd) = sys::open_beneath_cached(raw(&self.fids), &fid_link(fid), libc::O_PATH | libc::O_NOFOLLOW) {
                 let st = sys::fstat(raw(&fd)).ok()?;

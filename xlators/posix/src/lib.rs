@@ -219,10 +219,8 @@ impl Posix {
 
     /// The object with id `fid` found by id alone, `None` when it cannot be.
     fn by_id(&self, fid: FileId) -> io::Result<Option<Obj>> {
-        if let Some(fd) = self.cached_dir(fid) {
-            let fd = fd.try_clone()?;
-            let st = sys::fstat(raw(&fd))?;
-            return Ok(Some(Obj { fd, st, fid, linked: false }));
+        if let Some(o) = self.cached_dir_obj(fid) {
+            return Ok(Some(o));
         }
         match sys::openat(raw(&self.fids), &fid_link(fid), libc::O_PATH | libc::O_NOFOLLOW, 0) {
             Ok(fd) => {
