@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use xlator::FileId;
 
 /// Directory fds kept by default (next to the data fds of [`crate::FdCache`]).
-pub const DEFAULT_DIR_FDS: usize = 1024;
+pub const DEFAULT_DIR_FDS: usize = 4096;
 
 pub(crate) struct DirFds {
     map: Mutex<LruCache<FileId, Arc<OwnedFd>>>,

@@ -95,10 +95,10 @@ impl Posix {
         let fd = sys::open_beneath_cached(self.root_fd(), &loc.path, libc::O_PATH | libc::O_NOFOLLOW).ok()?;
         let o = self.obj_cached(fd)?;
         match loc.fid {
+            // (A directory found here with the id asked for is the one: its
+            // id is on it. The slow path, which walks records, is for what
+            // the dentry cache cannot answer: long or stale paths.)
             Some(want) if want != o.fid => None,
-            // A directory asked for by id but not in the table: the slow
-            // path finds it by id, puts it there (and repairs its record).
-            Some(_) if kind_of(&o.st) == FileKind::Dir => None,
             _ => Some(o),
         }
     }

@@ -181,9 +181,10 @@ async fn stale_torn_cyclic_or_forged_records_never_yield_another_object() {
     set_record(dir.path(), d1.fid, &place(d2.fid, "d1"));
     set_record(dir.path(), d2.fid, &place(d1.fid, "d2"));
     assert_eq!(server(dir.path()).getattr(&at("", d1.fid)).await.unwrap_err(), FsError::ENOENT);
-    // With the real path the directory is found, checked, and its record repaired.
+    // With the real path the directory is found, checked, and its record
+    // repaired (by a call that resolves on the blocking path: a listing).
     let fresh = server(dir.path());
-    assert_eq!(fresh.getattr(&at("d1", d1.fid)).await.unwrap().fid, d1.fid);
+    fresh.readdir(&at("d1", d1.fid), 0, 10, false).await.unwrap();
     assert_eq!(server(dir.path()).getattr(&at("", d1.fid)).await.unwrap().fid, d1.fid, "repaired");
     // A path that now names another directory is not the one asked for.
     assert_eq!(server(dir.path()).getattr(&at("d1", d2.fid)).await.unwrap_err(), FsError::ENOENT);
@@ -209,8 +210,10 @@ async fn an_export_from_before_records_is_upgraded_as_it_is_used() {
     let old = server(dir.path());
     assert_eq!(old.getattr(&at("", b.fid)).await.unwrap_err(), FsError::ENOENT, "no record, no path");
     assert_eq!(old.getattr(&at("a/b", b.fid)).await.unwrap().fid, b.fid, "found by path");
+    // Listing a directory (`find`, `ls -R`) writes its record.
+    old.readdir(&at("a/b", b.fid), 0, 10, false).await.unwrap();
     assert!(has_record(dir.path(), b.fid), "and its record written");
-    old.getattr(&at("a", a.fid)).await.unwrap();
+    old.readdir(&at("a", a.fid), 0, 10, false).await.unwrap();
     let later = server(dir.path());
     assert_eq!(later.getattr(&at("", b.fid)).await.unwrap().fid, b.fid, "by id from now on");
 
