@@ -4,7 +4,8 @@
 //! `mkdirat`/`openat` (one syscall's path is limited, a tree is not), a file
 //! renamed into it is read, stat'ed, listed (`ls -l`: no `-?????????`) and
 //! removed by ordinary tools working from inside it, a second gateway
-//! finds it too, and `rm -rf` takes the whole tree down. The storage
+//! finds it too and renames a directory halfway down (the first one still
+//! works inside it: by id), and `rm -rf` takes the whole tree down. The storage
 //! servers reach each directory by its id, never by its full path.
 
 mod common;
@@ -141,14 +142,23 @@ fn long_paths_as_on_a_local_disk(cache: Cache) {
 
     // The other gateway walks down by name and reads the file made deep.
     let other = c.path_at(1, "deep");
-    let mut at = open_dir(libc::AT_FDCWD, other.to_str().unwrap());
+    let mut levels = vec![open_dir(libc::AT_FDCWD, other.to_str().unwrap())];
     for i in 0..LEVELS {
-        at = open_dir(at.as_raw_fd(), &name(i));
+        levels.push(open_dir(levels[i].as_raw_fd(), &name(i)));
     }
-    let (good, cat, err) = sh_in(&at, "cat made-here; ls");
+    let (good, cat, err) = sh_in(levels.last().unwrap(), "cat made-here; ls");
     assert!(good, "through gateway 1: {err}");
     assert_eq!(cat, "made in the deep\nmade-here\nsub\n");
-    drop(at);
+
+    // Gateway 1 renames a directory halfway down; gateway 0 still knows the
+    // old path of everything below it and reaches it by id.
+    let mid = levels[10].as_raw_fd();
+    ok(unsafe { libc::renameat(mid, cs(&name(10)).as_ptr(), mid, cs("renamed").as_ptr()) }, "renameat mid").unwrap();
+    let (good, cat, err) = sh_in(tree.deep(), "cat made-here && ls && echo more > more && cat more");
+    assert!(good, "gateway 0 under a directory renamed by gateway 1: {err}");
+    assert_eq!(cat, "made in the deep\nmade-here\nsub\nmore\n");
+    ok(unsafe { libc::renameat(mid, cs("renamed").as_ptr(), mid, cs(&name(10)).as_ptr()) }, "renameat back").unwrap();
+    drop(levels);
 
     // rm -rf of the whole tree, from its base (GNU rm descends with openat).
     for (t, base) in [(&want_tree, local.path().join("deep")), (&tree, c.path("deep"))] {
