@@ -212,16 +212,18 @@ impl Posix {
         }
     }
 
-    /// Record `fid`'s places in its marker, making the marker if it is
-    /// missing (a directory made behind IMCa's back). Best effort: a
-    /// directory without a record is still found by path. The caller holds
-    /// `fid`'s id lock and has read `fid` off the directory.
+    /// Record `fid`'s places in its marker. Best effort: a directory
+    /// without a record is still found by path. A missing marker is not
+    /// made here (the directory may have just been removed, and a marker
+    /// made now would hold its id forever); a directory that never had one
+    /// (an export from before markers) stays found by path.
     pub(crate) fn write_places(&self, fid: FileId, places: &[Place]) {
-        let flags = libc::O_RDONLY | libc::O_CREAT | libc::O_NOFOLLOW;
-        let r = sys::openat(raw(&self.fids), &crate::ids::dir_marker(fid), flags, 0o600)
+        let r = sys::openat(raw(&self.fids), &crate::ids::dir_marker(fid), libc::O_RDONLY | libc::O_NOFOLLOW, 0)
             .and_then(|m| sys::fsetxattr(raw(&m), PLACE_XATTR, &encode(places)));
-        if let Err(e) = r {
-            tracing::warn!(%fid, "cannot record where a directory is: {e}");
+        match r {
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => tracing::debug!(%fid, "a directory without a marker: no record"),
+            Err(e) => tracing::warn!(%fid, "cannot record where a directory is: {e}"),
+            Ok(()) => {}
         }
     }
 
