@@ -113,6 +113,11 @@ async fn trees_deeper_than_path_max_work_for_every_operation() {
     // by path alone (no id): opened a PATH_MAX run at a time
     assert_eq!(x.getattr(&path(&fl.path)).await.unwrap().fid, f.fid);
     assert_eq!(x.getattr(&path(&deep.path)).await.unwrap().fid, deep.fid.unwrap());
+    // ... and still confined: no symlink is followed on the way, no `..` taken.
+    x.symlink(&locs[30], &nf("out"), "/").await.unwrap();
+    assert_eq!(x.getattr(&path(&format!("{}/out/etc", locs[30].path))).await.unwrap_err(), FsError::ELOOP);
+    assert_eq!(x.getattr(&path(&format!("{}/../{}", locs[30].path, names[29]))).await.unwrap_err(), FsError::EINVAL);
+    x.unlink(&locs[30], "out").await.unwrap();
 
     // A fresh server finds the deepest directory by id alone (a walk of 45 records).
     let fresh = server(dir.path());
