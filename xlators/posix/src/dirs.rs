@@ -260,7 +260,7 @@ mod tests {
         let a = Place { parent: FileId::ROOT, name: "a b\nc".into() };
         let b = Place { parent: FileId(1 << 127 | 5), name: "x".into() };
         assert_eq!(decode(&encode(&[a.clone(), b.clone()])), vec![a.clone(), b]);
-        assert_eq!(decode(&encode(&[a.clone()])), vec![a]);
+        assert_eq!(decode(&encode(std::slice::from_ref(&a))), vec![a]);
         for bad in [&b""[..], b"zz/a", b"00000000000000000000000000000001", b"00000000000000000000000000000001/..",
             b"00000000000000000000000000000001/.imca", b"00000000000000000000000000000002/a/b"] {
             assert!(decode(bad).is_empty(), "{:?}", String::from_utf8_lossy(bad));
