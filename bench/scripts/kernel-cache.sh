@@ -12,7 +12,10 @@
 # and what the coherence costs a writer: 4 KiB overwrites of one file (pwrite, µs each)
 # through the gateway alone, then with a second gateway mounted that holds the
 # file in its kernel (every write is called back to it before it is acknowledged).
-# "first pass" stats run after a 2 s pause, when every lease and TTL has run out.
+# "first pass" stats run after a 2 s pause, when every lease and TTL has run out;
+# the second pass is also run by 4 processes at once (disjoint quarters).
+# Also: warm 1 B and 2 KiB preads, and a warm sequential re-read of a 64 MiB file.
+# GLUSTER=1 adds Debian's GlusterFS (defaults) via ../shared/peers/glusterfs-baseline.sh.
 #
 # usage (root; bindfs, python3): cargo build --release -p imca
 #        bench/scripts/kernel-cache.sh [target/release/imca]
@@ -49,6 +52,8 @@ files = [os.path.join(d, "kc", f"f{i:05d}") for i in range(n)]
 for f in files:
     with open(f, "wb") as h:
         h.write(os.urandom(1024))
+with open(files[0], "ab") as h:   # room for the 2 KiB pread
+    h.write(os.urandom(3072))
 def rate(fn):
     t = time.perf_counter(); fn(); return round(n / (time.perf_counter() - t))
 def stat_all():
@@ -57,13 +62,36 @@ def read_all():
     for f in files:
         fd = os.open(f, os.O_RDONLY); os.read(fd, 4096); os.close(fd)
 time.sleep(2)   # every lease and TTL has run out: a first pass
-s1 = rate(stat_all); s2 = rate(stat_all); orc = rate(read_all)
-fd = os.open(files[0], os.O_RDONLY); os.pread(fd, 1, 0)
-t = time.perf_counter()
-for _ in range(preads): os.pread(fd, 1, 0)
-pr = (time.perf_counter() - t) / preads * 1e6
-os.close(fd)
-print(json.dumps({"target": label, "stat_per_s": [s1, s2], "open_read_close_per_s": orc, "pread_1B_us": round(pr, 2)}))
+def stat_4p():
+    # four processes over disjoint quarters, at once
+    pids = []
+    for q in range(4):
+        pid = os.fork()
+        if pid == 0:
+            for f in files[q::4]: os.stat(f)
+            os._exit(0)
+        pids.append(pid)
+    for pid in pids: os.waitpid(pid, 0)
+s1 = rate(stat_all); s2 = rate(stat_all); s2_4 = rate(stat_4p); orc = rate(read_all)
+def pread_us(size):
+    fd = os.open(files[0], os.O_RDONLY); os.pread(fd, size, 0)
+    t = time.perf_counter()
+    for _ in range(preads): os.pread(fd, size, 0)
+    us = (time.perf_counter() - t) / preads * 1e6
+    os.close(fd)
+    return round(us, 2)
+big = os.path.join(d, "kc", "big")
+with open(big, "wb") as h:
+    for _ in range(64): h.write(os.urandom(1 << 20))
+def seq_mb_s():
+    # the second read of a 64 MiB file: from the page cache where one is kept
+    t = time.perf_counter()
+    with open(big, "rb", buffering=0) as h:
+        while h.read(1 << 20): pass
+    return round(64 / (time.perf_counter() - t))
+seq_mb_s()
+print(json.dumps({"target": label, "stat_per_s": [s1, s2], "stat_2nd_4p_per_s": s2_4, "open_read_close_per_s": orc,
+                  "pread_1B_us": pread_us(1), "pread_2KiB_us": pread_us(2048), "seq_reread_MB_s": seq_mb_s()}))
 PY
 }
 
@@ -88,6 +116,14 @@ measure "$W/local" local
 bindfs "$W/local" "$W/bindfs"
 measure "$W/bindfs" bindfs
 fusermount3 -u "$W/bindfs"
+if [ -n "${GLUSTER:-}" ]; then
+    # Debian's GlusterFS 10.3 with its defaults (2 bricks, loopback), set up
+    # by ../shared/peers/glusterfs-baseline.sh (PEERS=its directory).
+    GB=${PEERS:-../shared/peers}/glusterfs-baseline.sh
+    bash "$GB" setup >&2; bash "$GB" perf default >&2
+    measure "${GFS_MNT:-/tmp/gfs-mnt}" "glusterfs (defaults)"
+    rm -rf "${GFS_MNT:-/tmp/gfs-mnt}/kc"
+fi
 
 up imca --no-cache;                          measure "$W/imca-mnt" imca;                 down
 up imca5 --no-cache --kernel-lease 5;        measure "$W/imca5-mnt" "imca, 5 s lease";   down

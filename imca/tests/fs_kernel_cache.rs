@@ -168,3 +168,49 @@ fn what_one_gateway_creates_another_stats_from_the_bank() {
         assert_eq!(std::fs::metadata(c.path_at(1, "f")).unwrap().len(), 5, "{cache:?}");
     }
 }
+
+fn setx(p: &std::path::Path, name: &str, v: &[u8]) -> std::io::Result<()> {
+    let (p, n) = (std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap(), std::ffi::CString::new(name).unwrap());
+    match unsafe { libc::lsetxattr(p.as_ptr(), n.as_ptr(), v.as_ptr().cast(), v.len(), 0) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
+fn has_xattr(p: &std::path::Path, name: &str) -> bool {
+    let (p, n) = (std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap(), std::ffi::CString::new(name).unwrap());
+    let r = unsafe { libc::lgetxattr(p.as_ptr(), n.as_ptr(), std::ptr::null_mut(), 0) };
+    if r < 0 {
+        assert_eq!(std::io::Error::last_os_error().raw_os_error(), Some(libc::ENODATA), "lgetxattr {name}");
+    }
+    r >= 0
+}
+
+/// The kernel asks for `security.capability` before every write (a write
+/// drops a file's capabilities): the gateway answers "none" itself while it
+/// knows there is none, and a capability set through another gateway is
+/// called back, so a write still drops it.
+#[test]
+fn writes_do_not_ask_for_capabilities_each_time_yet_still_drop_them() {
+    let c = ClusterSpec::new().gateways(2).storage_arg("--allow-setid").start();
+    let (a, b) = (c.path_at(0, "f"), c.path_at(1, "f"));
+    std::fs::write(&a, b"x").unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(&a).unwrap();
+    f.write_all_at(b"y", 0).unwrap();
+    let before = gateway_ops(&c, 0, "getxattr");
+    for i in 0..50 {
+        f.write_all_at(b"y", i).unwrap();
+    }
+    let asked = gateway_ops(&c, 0, "getxattr") - before;
+    assert!(asked <= 3.0, "{asked} capability lookups reached the servers for 50 writes");
+
+    // A capability (VFS_CAP_REVISION_2, no bits) set through gateway 1 ...
+    let mut caps = 0x0200_0000u32.to_le_bytes().to_vec();
+    caps.extend_from_slice(&[0u8; 16]);
+    setx(&b, "security.capability", &caps).unwrap();
+    assert!(has_xattr(&a, "security.capability"), "gateway 0 sees the capability");
+    // ... is dropped by gateway 0's next write, as on a local disk.
+    f.write_all_at(b"z", 0).unwrap();
+    assert!(!has_xattr(&b, "security.capability"), "the write through gateway 0 left the capability on");
+    assert_eq!(std::fs::read(&b).unwrap()[0], b'z');
+}

@@ -484,22 +484,35 @@ impl Filesystem for GatewayFs {
         reply: ReplyEmpty,
     ) {
         let xl = self.xl.clone();
+        self.kc.xattrs_changing(ino.0);
+        let kc = self.kc.clone();
         let args = self.inodes.loc(ino.0).and_then(|l| Ok((l, name.to_str().ok_or(FsError::EILSEQ)?.to_string())));
         let value = value.to_vec();
         let xflags = XattrFlags { create: flags & libc::XATTR_CREATE != 0, replace: flags & libc::XATTR_REPLACE != 0 };
         let work = async move {
             let (loc, name) = args?;
-            xl.setxattr(&loc, &name, &value, xflags).await
+            let r = xl.setxattr(&loc, &name, &value, xflags).await;
+            kc.xattrs_changing(ino.0);
+            r
         };
         self.answer(reply, work, |r, ()| r.ok());
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        let xl = self.xl.clone();
+        // Asked before every write (see `KernelCache::has_no_caps`).
+        let caps = name == OsStr::new("security.capability");
+        if caps && self.kc.has_no_caps(ino.0) {
+            return reply.error(Errno::from_i32(libc::ENODATA));
+        }
+        let (xl, kc, t) = (self.xl.clone(), self.kc.clone(), self.kc.ticket());
         let args = self.inodes.loc(ino.0).and_then(|l| Ok((l, name.to_str().ok_or(FsError::ENODATA)?.to_string())));
         let work = async move {
             let (loc, name) = args?;
-            xl.getxattr(&loc, &name).await
+            let r = xl.getxattr(&loc, &name).await;
+            if caps && r == Err(FsError::ENODATA) {
+                kc.learned_no_caps(t, ino.0);
+            }
+            r
         };
         self.answer(reply, work, move |r, v| reply_xattr(r, size, &v));
     }
@@ -518,10 +531,14 @@ impl Filesystem for GatewayFs {
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let xl = self.xl.clone();
+        self.kc.xattrs_changing(ino.0);
+        let kc = self.kc.clone();
         let args = self.inodes.loc(ino.0).and_then(|l| Ok((l, name.to_str().ok_or(FsError::ENODATA)?.to_string())));
         let work = async move {
             let (loc, name) = args?;
-            xl.removexattr(&loc, &name).await
+            let r = xl.removexattr(&loc, &name).await;
+            kc.xattrs_changing(ino.0);
+            r
         };
         self.answer(reply, work, |r, ()| r.ok());
     }

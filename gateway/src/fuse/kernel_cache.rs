@@ -18,9 +18,10 @@
 
 use super::inodes::Inodes;
 use fuser::{INodeNo, Notifier};
+use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use wire::Invalidation;
 
@@ -48,7 +49,12 @@ pub struct KernelCache {
     /// bumped before every batch of invalidations reaches the kernel
     epoch: AtomicU64,
     notifier: OnceLock<Notifier>,
+    /// inodes known to have no `security.capability` (see `no_caps`)
+    no_caps: Mutex<HashSet<u64>>,
 }
+
+/// How many inodes the no-capability set remembers before starting over.
+const MAX_NO_CAPS: usize = 200_000;
 
 impl KernelCache {
     pub fn new(mode: Mode, servers: usize, inodes: Arc<Inodes>) -> KernelCache {
@@ -59,6 +65,7 @@ impl KernelCache {
             valid_until: (0..servers.max(1)).map(|_| AtomicU64::new(0)).collect(),
             epoch: AtomicU64::new(0),
             notifier: OnceLock::new(),
+            no_caps: Mutex::default(),
         }
     }
 
@@ -90,6 +97,44 @@ impl KernelCache {
             return Duration::ZERO;
         }
         self.remaining()
+    }
+
+    /// Whether inode `ino` is known to have no `security.capability`.
+    ///
+    /// The kernel asks for that xattr before every write to a file (to
+    /// drop the capabilities a write must drop), a network round trip per
+    /// write for an answer that is almost always "none". It is an
+    /// attribute like the others: what a server answered holds under the
+    /// lease, and a change elsewhere is called back for the inode (set and
+    /// remove xattr invalidate its attributes), which forgets it here.
+    pub fn has_no_caps(&self, ino: u64) -> bool {
+        self.mode == Mode::On && !self.remaining().is_zero() && self.no_caps.lock().unwrap().contains(&ino)
+    }
+
+    /// A server said inode `ino` has no capability, in answer to a request
+    /// that started with `t`: remember it if no invalidation came meanwhile.
+    pub fn learned_no_caps(&self, t: Ticket, ino: u64) {
+        if self.ttl(t).is_zero() {
+            return;
+        }
+        let mut set = self.no_caps.lock().unwrap();
+        if set.len() >= MAX_NO_CAPS {
+            set.clear();
+        }
+        set.insert(ino);
+    }
+
+    /// Inode `ino`'s xattrs changed (called back).
+    pub fn forget_caps(&self, ino: u64) {
+        self.no_caps.lock().unwrap().remove(&ino);
+    }
+
+    /// Inode `ino`'s xattrs are being changed through this gateway: call
+    /// before and after. The epoch moves too, so a capability lookup under
+    /// way meanwhile does not remember a "none" read before the change.
+    pub fn xattrs_changing(&self, ino: u64) {
+        self.epoch.fetch_add(1, SeqCst);
+        self.forget_caps(ino);
     }
 
     /// How long every server's lease still runs.
@@ -124,6 +169,7 @@ impl KernelCache {
             match item {
                 Invalidation::Inode { fid, offset, len } => {
                     let ino = fid.ino();
+                    self.forget_caps(ino);
                     if self.inodes.knows(ino) {
                         quiet(n.inval_inode(INodeNo(ino), *offset, *len));
                     }
@@ -135,6 +181,7 @@ impl KernelCache {
                     }
                 }
                 Invalidation::All => {
+                    self.no_caps.lock().unwrap().clear();
                     for (ino, parent, name) in self.inodes.all_entries() {
                         quiet(n.inval_inode(INodeNo(ino), 0, 0));
                         if let Some(p) = parent {
