@@ -223,7 +223,11 @@ where
         loop {
             let progress = session.process(&mut input, &mut out);
             if !out.is_empty() {
-                conn.set_state(State::Mwrite);
+                // A reply that fits the socket's buffer is written at once:
+                // the state it leaves is shown already, or a client that got
+                // the reply could still see conn_mwrite when it asks
+                // (memcached changes state in the same thread, with no gap).
+                conn.set_state(if out.len() <= SMALL_REPLY { after(&session, &input) } else { State::Mwrite });
                 stream.write_all(&out).await?;
                 out.clear();
                 if out.capacity() > KEEP_OUT {
@@ -244,11 +248,25 @@ where
                 break;
             }
         }
-        // a request line whose data block has not arrived is memcached's conn_nread
-        conn.set_state(if session.awaiting_data(&input) { State::Nread } else { State::Read });
+        conn.set_state(after(&session, &input));
         if input.is_empty() && input.capacity() > KEEP_OUT {
             input = BytesMut::with_capacity(READ_BUF);
         }
+    }
+}
+
+/// Replies up to this size are taken whole by the socket (see `connection`).
+const SMALL_REPLY: usize = 16 * 1024;
+
+/// The state a connection is in once its output is written: parsing what
+/// is left, waiting for a data block (memcached's conn_nread), or reading.
+fn after(session: &Session, input: &BytesMut) -> State {
+    if session.pending() {
+        State::ParseCmd
+    } else if session.awaiting_data(input) {
+        State::Nread
+    } else {
+        State::Read
     }
 }
 
