@@ -207,6 +207,10 @@ where
     session.conn = Some(conn.clone());
     let mut input = BytesMut::with_capacity(READ_BUF);
     let mut out = Vec::with_capacity(READ_BUF);
+    // One stop future for the connection's life: building a fresh one per
+    // read (registering with the broadcast each time) showed in profiles.
+    let stop = shutdown.stopped();
+    tokio::pin!(stop);
     loop {
         if input.capacity() - input.len() < 1024 {
             input.reserve(READ_BUF);
@@ -214,7 +218,7 @@ where
         let n = tokio::select! {
             biased;
             r = stream.read_buf(&mut input) => r?,
-            _ = shutdown.recv() => return Ok(Ended::Shutdown),
+            _ = &mut stop => return Ok(Ended::Shutdown),
         };
         if n == 0 {
             return Ok(Ended::Normal);

@@ -8,6 +8,12 @@
 //! old as the global tail), then from the other shards, one lock at a time.
 //! Expired and flushed items are dropped lazily when touched, or when they
 //! reach a tail.
+//!
+//! Hits move an item to the LRU head at most once per [`UPDATE_INTERVAL`]
+//! (memcached's `ITEM_UPDATE_INTERVAL`); a hit in between only marks it
+//! active, and eviction gives an active item at the tail a second chance
+//! (memcached's `ITEM_ACTIVE` rescue). A hit is then one hash lookup and no
+//! list surgery, and recently read items still survive eviction.
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -28,6 +34,14 @@ pub const ITEM_OVERHEAD: usize = 48 + 1 + 2 + 8;
 /// How many other shards' LRU tails an eviction looks at.
 const EVICTION_SAMPLE: usize = 4;
 
+/// memcached's `ITEM_UPDATE_INTERVAL`: seconds between two LRU bumps of one item.
+pub const UPDATE_INTERVAL: u32 = 60;
+
+/// How many active items one eviction moves back to the head before it
+/// evicts the tail anyway (bounds the work of one store, as memcached's
+/// tail search does).
+const RESCUES: usize = 5;
+
 #[derive(Clone, Debug)]
 pub struct Item {
     pub value: Bytes,
@@ -45,11 +59,15 @@ pub struct Item {
     pub win_sent: bool,
     /// store-wide access order, compared across shards when evicting
     pub tick: u64,
+    /// server time of the last move to the LRU head
+    pub(crate) bumped: u32,
+    /// read since that move (rescued instead of evicted at the tail)
+    pub(crate) active: bool,
 }
 
 impl Item {
     pub fn new(value: Bytes, flags: u32, exptime: u32, now: u32, cas: u64) -> Item {
-        Item { value, flags, exptime, time: now, atime: now, cas, fetched: false, stale: false, win_sent: false, tick: 0 }
+        Item { value, flags, exptime, time: now, atime: now, cas, fetched: false, stale: false, win_sent: false, tick: 0, bumped: now, active: false }
     }
 }
 
@@ -75,14 +93,16 @@ pub struct Slot<'s> {
     pub now: u32,
 }
 
-impl Slot<'_> {
-    fn live(&self, it: &Item) -> bool {
-        if it.exptime != 0 && it.exptime <= self.now {
-            return false;
-        }
-        let oldest = self.store.oldest_live.load(Ordering::Relaxed);
-        !(oldest != 0 && oldest <= self.now && it.time <= oldest)
+/// Not expired and not flushed at server time `now`.
+fn live(store: &Store, now: u32, it: &Item) -> bool {
+    if it.exptime != 0 && it.exptime <= now {
+        return false;
     }
+    let oldest = store.oldest_live.load(Ordering::Relaxed);
+    !(oldest != 0 && oldest <= now && it.time <= oldest)
+}
+
+impl Slot<'_> {
 
     /// The live item, bumped to most-recently-used; expired/flushed items are removed.
     pub fn get(&mut self) -> Option<&mut Item> {
@@ -95,21 +115,31 @@ impl Slot<'_> {
     }
 
     fn lookup(&mut self, bump: bool) -> Option<&mut Item> {
-        let alive = self.shard.lru.peek(self.key).map(|it| self.live(it))?;
-        if !alive {
+        // One hash lookup on a hit; the list is touched at most once per
+        // UPDATE_INTERVAL. (Returning the first lookup's borrow on one path
+        // and using the map on others is what the borrow checker cannot
+        // express yet, hence the pointer.)
+        let it: *mut Item = self.shard.lru.peek_mut(self.key)?;
+        // SAFETY: `it` points into the map's entry for `key`; it is used only
+        // before the map is changed (remove/promote below end its use).
+        let it = unsafe { &mut *it };
+        if !live(self.store, self.now, it) {
             self.remove();
             return None;
         }
         if bump {
-            // Reads only look at the tick (writes advance it): no shared
-            // cache line is written on a hit.
-            let tick = self.store.tick.load(Ordering::Relaxed);
-            let it = self.shard.lru.get_mut(self.key)?;
-            it.tick = tick;
-            Some(it)
-        } else {
-            self.shard.lru.peek_mut(self.key)
+            if self.now.wrapping_sub(it.bumped) >= UPDATE_INTERVAL {
+                it.bumped = self.now;
+                it.active = false;
+                // Reads only look at the tick (writes advance it): no shared
+                // cache line is written on a hit.
+                it.tick = self.store.tick.load(Ordering::Relaxed);
+                self.shard.lru.promote(self.key);
+                return self.shard.lru.peek_mut(self.key);
+            }
+            it.active = true;
         }
+        Some(it)
     }
 
     /// Inserts or replaces the item (most recently used). `false` (nothing
@@ -117,6 +147,7 @@ impl Slot<'_> {
     #[must_use]
     pub fn put(&mut self, mut item: Item) -> bool {
         item.tick = self.store.tick.fetch_add(1, Ordering::Relaxed);
+        (item.bumped, item.active) = (self.now, false);
         let add = charge(self.key.len(), &item);
         if self.store.no_evict {
             let old = self.shard.lru.peek(self.key).map_or(0, |o| charge(self.key.len(), o));
@@ -338,12 +369,25 @@ impl Store {
     }
 
     fn evict_one(&self, g: &mut Shard) {
+        let now = self.clock.now();
+        for _ in 0..RESCUES {
+            let Some((k, it)) = g.lru.peek_lru() else { return };
+            if !it.active || !live(self, now, it) {
+                break;
+            }
+            // read since its last bump: back to the head, inactive
+            let k = k.clone();
+            let tick = self.tick.load(Ordering::Relaxed);
+            if let Some(it) = g.lru.peek_mut(&k[..]) {
+                (it.active, it.bumped, it.tick) = (false, now, tick);
+            }
+            g.lru.promote(&k[..]);
+        }
         if let Some((k, it)) = g.lru.pop_lru() {
             let sub = charge(k.len(), &it);
             g.bytes -= sub;
             self.used.fetch_sub(sub, Ordering::Relaxed);
             self.items.fetch_sub(1, Ordering::Relaxed);
-            let now = self.clock.now();
             if it.exptime == 0 || it.exptime > now {
                 self.evictions.fetch_add(1, Ordering::Relaxed);
                 if self.log.on(crate::watch::EVICTIONS) {
