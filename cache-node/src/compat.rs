@@ -1,6 +1,6 @@
 //! memcached's command-line flags that have no machinery of their own
 //! here: what each does in `imca cache-node` — applied (`-r`, `-k`, `-P`),
-//! validated like memcached and then without effect (slab tuning, `-o`
+//! validated like memcached and then without effect (`-L`, `-R`, `-b`, `-o`
 //! options of memcached's internals), or refused with a message that says
 //! why (`-d`, `-e`, `-C`, `ext_*`). Runs before the node
 //! starts; `imca cache-node -h` lists the flags.
@@ -20,10 +20,10 @@ pub struct Extra {
     /// save the process id in FILE
     #[arg(short = 'P', long = "pidfile", value_name = "FILE")]
     pub pidfile: Option<PathBuf>,
-    /// chunk size growth factor (memcached's slabs; validated, no effect here: items are not slabbed)
+    /// chunk size growth factor of the slab classes items are charged by
     #[arg(short = 'f', long = "slab-growth-factor", value_name = "FACTOR")]
     pub factor: Option<f64>,
-    /// minimum space allocated for key+value+flags (validated, no effect here)
+    /// minimum space allocated for key+value+flags (the first slab class)
     #[arg(short = 'n', long = "slab-min-size", value_name = "BYTES")]
     pub min_size: Option<i64>,
     /// try to use large memory pages (no effect here)
@@ -126,7 +126,7 @@ pub fn apply(a: &Args) -> anyhow::Result<Verdict> {
         }
         idle.push(name.to_string());
     }
-    for (set, flag) in [(x.factor.is_some(), "-f"), (x.min_size.is_some(), "-n"), (x.large_pages, "-L"), (x.delimiter.is_some(), "-D"), (x.reqs_per_event.is_some(), "-R"), (x.backlog.is_some(), "-b")] {
+    for (set, flag) in [(x.large_pages, "-L"), (x.delimiter.is_some(), "-D"), (x.reqs_per_event.is_some(), "-R"), (x.backlog.is_some(), "-b")] {
         if set {
             idle.push(flag.to_string());
         }

@@ -218,6 +218,9 @@ pub struct Config {
     pub unix_mask: u32,
     /// `-B`
     pub binding: Binding,
+    /// `-n` and `-f`: the slab classes items are charged by (`slabs.rs`)
+    pub slab_min: usize,
+    pub slab_factor: f64,
 }
 
 impl Default for Config {
@@ -240,6 +243,8 @@ impl Default for Config {
             unix_socket: None,
             unix_mask: 0o700,
             binding: Binding::Auto,
+            slab_min: 48,
+            slab_factor: 1.25,
         }
     }
 }
@@ -308,6 +313,9 @@ impl TryFrom<&Args> for Config {
             unix_socket: a.unix_socket.clone(),
             unix_mask,
             binding: binding.unwrap_or(Binding::Auto),
+            // validated by compat.rs (> 0, > 1)
+            slab_min: a.extra.min_size.map_or(48, |n| n.max(1) as usize),
+            slab_factor: a.extra.factor.unwrap_or(1.25),
         })
     }
 }

@@ -62,6 +62,7 @@ pub mod node;
 pub mod rdma;
 pub mod server;
 pub mod session;
+pub mod slabs;
 pub mod stats;
 mod stats_reply;
 pub mod store;

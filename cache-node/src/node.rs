@@ -7,6 +7,7 @@ use cache_proto::text::StoreOp;
 
 use crate::config::Config;
 use crate::metrics::Metrics;
+use crate::slabs::Classes;
 use crate::stats::{Counters, Stats, C};
 use crate::store::{Item, Store};
 
@@ -45,12 +46,9 @@ pub enum ArithResult {
 impl Node {
     pub fn new(config: Config) -> Node {
         let shards = (config.threads * 16).clamp(16, 1024);
+        let store = Store::new(config.memory_bytes, shards).with_classes(Classes::new(config.slab_min, config.slab_factor));
         Node {
-            store: if config.evictions {
-                Store::new(config.memory_bytes, shards)
-            } else {
-                Store::new(config.memory_bytes, shards).without_evictions()
-            },
+            store: if config.evictions { store } else { store.without_evictions() },
             stats: Stats::default(),
             metrics: None,
             config,

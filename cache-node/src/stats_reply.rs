@@ -1,5 +1,6 @@
 //! `stats`, `stats settings`, `stats items`, `stats slabs`, `stats conns` (a subset of
-//! memcached's names with the same meanings; values are ours).
+//! memcached's names with the same meanings; values are ours; `items` and
+//! `slabs` per slab class as the store charges them, `slabs.rs`).
 
 use std::sync::atomic::Ordering;
 
@@ -8,7 +9,7 @@ use cache_proto::text::reply;
 use crate::config::VERSION;
 use crate::node::Node;
 use crate::stats::C;
-use crate::store::ITEM_OVERHEAD;
+use crate::slabs::PAGE;
 
 type List = Vec<(String, String)>;
 
@@ -73,40 +74,90 @@ fn settings(n: &Node) -> List {
         ("cas_enabled".into(), "yes".into()),
         ("binding_protocol".into(), c.binding.text().into()),
         ("item_size_max".into(), c.item_max.to_string()),
+        ("growth_factor".into(), format!("{:.2}", c.slab_factor)),
+        ("chunk_size".into(), c.slab_min.to_string()),
+        ("slab_chunk_max".into(), crate::slabs::CHUNK_MAX.to_string()),
         ("flush_enabled".into(), if c.flush_enabled { "yes" } else { "no" }.into()),
     ]
 }
 
-fn items(n: &Node) -> List {
-    if n.store.items() == 0 {
-        return vec![];
-    }
-    vec![
-        ("items:1:number".into(), n.store.items().to_string()),
-        ("items:1:age".into(), "0".into()),
-        ("items:1:mem_requested".into(), n.store.bytes().to_string()),
-        ("items:1:evicted".into(), n.store.evictions.load(Ordering::Relaxed).to_string()),
-        ("items:1:outofmemory".into(), "0".into()),
-    ]
+/// The slab classes that hold items: (id, items, chunks in use).
+fn active_classes(n: &Node) -> Vec<(usize, usize, usize)> {
+    let st = &n.store;
+    (1..=st.classes.len())
+        .map(|id| {
+            let c = &st.per_class[id - 1];
+            (id, c.items.load(Ordering::Relaxed), c.chunks.load(Ordering::Relaxed))
+        })
+        .filter(|&(_, items, _)| items > 0)
+        .collect()
 }
 
+/// memcached's `stats items`, per slab class. Items are not split into
+/// hot/warm/cold segments here: all count as cold (where eviction looks).
+fn items(n: &Node) -> List {
+    let mut l: List = vec![];
+    for (id, number, _) in active_classes(n) {
+        let c = &n.store.per_class[id - 1];
+        let mut p = |k: &str, v: String| l.push((format!("items:{id}:{k}"), v));
+        p("number", number.to_string());
+        p("number_hot", "0".into());
+        p("number_warm", "0".into());
+        p("number_cold", number.to_string());
+        p("age_hot", "0".into());
+        p("age_warm", "0".into());
+        p("age", "0".into());
+        p("mem_requested", c.requested.load(Ordering::Relaxed).to_string());
+        p("evicted", c.evicted.load(Ordering::Relaxed).to_string());
+        for k in [
+            "evicted_nonzero", "evicted_time", "outofmemory", "tailrepairs", "reclaimed", "expired_unfetched",
+            "evicted_unfetched", "evicted_active", "crawler_reclaimed", "crawler_items_checked", "lrutail_reflocked",
+            "moves_to_cold", "moves_to_warm", "moves_within_lru", "direct_reclaims", "hits_to_hot", "hits_to_warm",
+            "hits_to_cold", "hits_to_temp",
+        ] {
+            p(k, "0".into());
+        }
+    }
+    l
+}
+
+/// memcached's `stats slabs`: the pages a class would need for its chunks
+/// (memcached keeps pages it once took; here they follow the items).
+/// Command counts are not kept per class: they are shown under the class
+/// when only one class holds items, as 0 otherwise.
 fn slabs(n: &Node) -> List {
     let mut l: List = vec![];
-    if n.store.items() > 0 {
+    let active = active_classes(n);
+    let mut pages_total = 0;
+    for &(id, _, chunks) in &active {
+        let cl = &n.store.classes;
+        let per_page = cl.per_page(id);
+        let pages = chunks.div_ceil(per_page);
+        pages_total += pages;
+        let mut p = |k: &str, v: String| l.push((format!("{id}:{k}"), v));
+        p("chunk_size", cl.chunk(id).to_string());
+        p("chunks_per_page", per_page.to_string());
+        p("total_pages", pages.to_string());
+        p("total_chunks", (pages * per_page).to_string());
+        p("used_chunks", chunks.to_string());
+        p("free_chunks", (pages * per_page - chunks).to_string());
+        p("free_chunks_end", "0".into());
         let s = &n.stats;
-        l.push(("1:chunk_size".into(), ITEM_OVERHEAD.to_string()));
-        l.push(("1:used_chunks".into(), n.store.items().to_string()));
-        l.push(("1:get_hits".into(), s.get(C::GetHits).to_string()));
-        l.push(("1:cmd_set".into(), s.get(C::CmdSet).to_string()));
-        l.push(("1:delete_hits".into(), s.get(C::DeleteHits).to_string()));
-        l.push(("1:incr_hits".into(), s.get(C::IncrHits).to_string()));
-        l.push(("1:decr_hits".into(), s.get(C::DecrHits).to_string()));
-        l.push(("1:cas_hits".into(), s.get(C::CasHits).to_string()));
-        l.push(("1:cas_badval".into(), s.get(C::CasBadval).to_string()));
-        l.push(("1:touch_hits".into(), s.get(C::TouchHits).to_string()));
+        for (k, c) in [
+            ("get_hits", C::GetHits),
+            ("cmd_set", C::CmdSet),
+            ("delete_hits", C::DeleteHits),
+            ("incr_hits", C::IncrHits),
+            ("decr_hits", C::DecrHits),
+            ("cas_hits", C::CasHits),
+            ("cas_badval", C::CasBadval),
+            ("touch_hits", C::TouchHits),
+        ] {
+            p(k, if active.len() == 1 { s.get(c) } else { 0 }.to_string());
+        }
     }
-    l.push(("active_slabs".into(), if n.store.items() > 0 { "1" } else { "0" }.into()));
-    l.push(("total_malloced".into(), n.store.bytes().to_string()));
+    l.push(("active_slabs".into(), active.len().to_string()));
+    l.push(("total_malloced".into(), (pages_total * PAGE).to_string()));
     l
 }
 

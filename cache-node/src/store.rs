@@ -1,9 +1,13 @@
 //! The item store: a byte-bounded LRU, sharded so that connections on
 //! different threads rarely contend.
 //!
-//! Each shard is an `lru::LruCache` behind its own mutex; a global atomic
-//! counts the bytes of all shards (key + value + [`ITEM_OVERHEAD`]). When an
-//! insert pushes the total over the limit, the inserting shard evicts from
+//! Each shard is an `lru::LruCache` behind its own mutex. Global atomics
+//! count what `-m` bounds: each item is charged the size of the memcached
+//! slab chunk it would land in (`slabs.rs`), so the store holds about as
+//! many items as memcached with the same `-m`; `stats bytes` is the sum of
+//! memcached's `ITEM_ntotal` (key + value + [`ITEM_OVERHEAD`]), per slab
+//! class too (`stats slabs`, `stats items`). When an insert pushes the
+//! charged total over the limit, the inserting shard evicts from
 //! its own LRU tail first (hash-spread keys make each shard's tail about as
 //! old as the global tail), then from the other shards, one lock at a time.
 //! Expired and flushed items are dropped lazily when touched, or when they
@@ -23,12 +27,13 @@ use bytes::Bytes;
 use lru::LruCache;
 
 use crate::clock::Clock;
+use crate::slabs::{Classes, CHARGE_SHIFT};
 
 /// Per-item bytes charged against `-m` besides key and value: exactly
 /// memcached's `ITEM_ntotal` (a 48-byte item header, the key's NUL, the
 /// value's "\r\n" and the 8-byte CAS), so `stats bytes` and `me`'s `size`
-/// read as memcached's for the same items. (memcached also rounds each item
-/// up to its slab class's chunk; that slack is not charged here.)
+/// read as memcached's for the same items. (What `-m` is charged is that
+/// rounded up to the item's slab chunk: [`Classes::charge`].)
 pub const ITEM_OVERHEAD: usize = 48 + 1 + 2 + 8;
 
 /// How many other shards' LRU tails an eviction looks at.
@@ -71,7 +76,7 @@ impl Item {
     }
 }
 
-fn charge(key_len: usize, item: &Item) -> usize {
+fn ntotal(key_len: usize, item: &Item) -> usize {
     item_ntotal(key_len, item.value.len())
 }
 
@@ -82,7 +87,17 @@ pub fn item_ntotal(key_len: usize, value_len: usize) -> usize {
 
 pub struct Shard {
     lru: LruCache<Box<[u8]>, Item, FastHash>,
-    bytes: usize,
+}
+
+/// One slab class's counts (`stats slabs`, `stats items`).
+#[derive(Default)]
+pub struct ClassCount {
+    pub items: AtomicUsize,
+    /// sum of `ITEM_ntotal` (memcached's `mem_requested`)
+    pub requested: AtomicUsize,
+    /// chunks in use (an item above the largest chunk takes several)
+    pub chunks: AtomicUsize,
+    pub evicted: AtomicU64,
 }
 
 /// What happened in a shard during one access, for byte accounting.
@@ -148,21 +163,20 @@ impl Slot<'_> {
     pub fn put(&mut self, mut item: Item) -> bool {
         item.tick = self.store.tick.fetch_add(1, Ordering::Relaxed);
         (item.bumped, item.active) = (self.now, false);
-        let add = charge(self.key.len(), &item);
+        let add = ntotal(self.key.len(), &item);
         if self.store.no_evict {
-            let old = self.shard.lru.peek(self.key).map_or(0, |o| charge(self.key.len(), o));
-            if self.store.used.load(Ordering::Relaxed) + add - old.min(add) > self.store.limit.load(Ordering::Relaxed) {
+            let charged = |n| self.store.classes.charge(n).1;
+            let old = self.shard.lru.peek(self.key).map_or(0, |o| charged(ntotal(self.key.len(), o)));
+            let add = charged(add);
+            if self.store.used.load(Ordering::Relaxed) + add - old.min(add) > self.store.limit_fixed() {
                 return false;
             }
         }
         let old = self.shard.lru.put(self.key.into(), item);
-        let sub = old.map_or(0, |o| charge(self.key.len(), &o));
-        if old_is_none(sub) {
-            self.store.items.fetch_add(1, Ordering::Relaxed);
+        self.store.account(add, true);
+        if let Some(o) = old {
+            self.store.account(ntotal(self.key.len(), &o), false);
         }
-        self.shard.bytes = self.shard.bytes + add - sub;
-        self.store.used.fetch_add(add, Ordering::Relaxed);
-        self.store.used.fetch_sub(sub, Ordering::Relaxed);
         self.store.total_items.fetch_add(1, Ordering::Relaxed);
         true
     }
@@ -172,19 +186,15 @@ impl Slot<'_> {
         if let Some(it) = self.shard.lru.peek_mut(self.key) {
             let (old, new) = (it.value.len(), value.len());
             it.value = value;
-            self.shard.bytes = self.shard.bytes + new - old;
-            self.store.used.fetch_add(new, Ordering::Relaxed);
-            self.store.used.fetch_sub(old, Ordering::Relaxed);
+            self.store.account(item_ntotal(self.key.len(), new), true);
+            self.store.account(item_ntotal(self.key.len(), old), false);
         }
     }
 
     pub fn remove(&mut self) -> bool {
         match self.shard.lru.pop(self.key) {
             Some(old) => {
-                let sub = charge(self.key.len(), &old);
-                self.shard.bytes -= sub;
-                self.store.used.fetch_sub(sub, Ordering::Relaxed);
-                self.store.items.fetch_sub(1, Ordering::Relaxed);
+                self.store.account(ntotal(self.key.len(), &old), false);
                 true
             }
             None => false,
@@ -239,16 +249,18 @@ impl Hasher for FastHasher {
     }
 }
 
-fn old_is_none(sub: usize) -> bool {
-    sub == 0
-}
-
 pub struct Store {
     shards: Box<[Mutex<Shard>]>,
     hasher: FastHash,
     limit: AtomicUsize,
+    /// charged against `limit`: slab chunks (`Classes::charge`, in 1/1024 bytes)
     used: AtomicUsize,
+    /// memcached's `bytes`: sum of `ITEM_ntotal`
+    requested: AtomicUsize,
     items: AtomicUsize,
+    pub classes: Classes,
+    /// per slab class, index = class id - 1
+    pub per_class: Box<[ClassCount]>,
     cas: AtomicU64,
     /// memcached's `settings.oldest_live` (server time; 0 = none)
     oldest_live: AtomicU32,
@@ -269,11 +281,14 @@ impl Store {
         let n = shards.max(1).next_power_of_two();
         let seed = std::collections::hash_map::RandomState::new().build_hasher().finish() | 1;
         Store {
-            shards: (0..n).map(|_| Mutex::new(Shard { lru: LruCache::unbounded_with_hasher(FastHash(seed)), bytes: 0 })).collect(),
+            shards: (0..n).map(|_| Mutex::new(Shard { lru: LruCache::unbounded_with_hasher(FastHash(seed)) })).collect(),
             hasher: FastHash(seed.rotate_left(17)),
             limit: AtomicUsize::new(limit),
             used: AtomicUsize::new(0),
+            requested: AtomicUsize::new(0),
             items: AtomicUsize::new(0),
+            per_class: (0..Classes::default().len()).map(|_| ClassCount::default()).collect(),
+            classes: Classes::default(),
             cas: AtomicU64::new(0),
             oldest_live: AtomicU32::new(0),
             evictions: AtomicU64::new(0),
@@ -292,8 +307,39 @@ impl Store {
         self
     }
 
+    /// memcached's `-n`/`-f` slab classes instead of the default ones.
+    pub fn with_classes(mut self, classes: Classes) -> Store {
+        self.per_class = (0..classes.len()).map(|_| ClassCount::default()).collect();
+        self.classes = classes;
+        self
+    }
+
     pub fn next_cas(&self) -> u64 {
         self.cas.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Counts an item of `ntotal` bytes in (`add`) or out of the store and
+    /// its slab class; returns its class id.
+    fn account(&self, ntotal: usize, add: bool) -> usize {
+        let (id, charged) = self.classes.charge(ntotal);
+        let chunks = self.classes.chunks(ntotal).1;
+        let c = &self.per_class[id - 1];
+        if add {
+            self.used.fetch_add(charged, Ordering::Relaxed);
+            self.requested.fetch_add(ntotal, Ordering::Relaxed);
+            self.items.fetch_add(1, Ordering::Relaxed);
+            c.items.fetch_add(1, Ordering::Relaxed);
+            c.requested.fetch_add(ntotal, Ordering::Relaxed);
+            c.chunks.fetch_add(chunks, Ordering::Relaxed);
+        } else {
+            self.used.fetch_sub(charged, Ordering::Relaxed);
+            self.requested.fetch_sub(ntotal, Ordering::Relaxed);
+            self.items.fetch_sub(1, Ordering::Relaxed);
+            c.items.fetch_sub(1, Ordering::Relaxed);
+            c.requested.fetch_sub(ntotal, Ordering::Relaxed);
+            c.chunks.fetch_sub(chunks, Ordering::Relaxed);
+        }
+        id
     }
 
     fn shard_of(&self, key: &[u8]) -> usize {
@@ -316,7 +362,7 @@ impl Store {
             let mut slot = Slot { shard: &mut g, store: self, key, now };
             f(&mut slot)
         };
-        let limit = self.limit.load(Ordering::Relaxed);
+        let limit = self.limit_fixed();
         if self.used.load(Ordering::Relaxed) <= limit {
             return r;
         }
@@ -384,12 +430,10 @@ impl Store {
             g.lru.promote(&k[..]);
         }
         if let Some((k, it)) = g.lru.pop_lru() {
-            let sub = charge(k.len(), &it);
-            g.bytes -= sub;
-            self.used.fetch_sub(sub, Ordering::Relaxed);
-            self.items.fetch_sub(1, Ordering::Relaxed);
+            let id = self.account(ntotal(k.len(), &it), false);
             if it.exptime == 0 || it.exptime > now {
                 self.evictions.fetch_add(1, Ordering::Relaxed);
+                self.per_class[id - 1].evicted.fetch_add(1, Ordering::Relaxed);
                 if self.log.on(crate::watch::EVICTIONS) {
                     self.log_eviction(&k, &it, now);
                 }
@@ -409,7 +453,7 @@ impl Store {
                 " fetch={} ttl={ttl} la={} clsid={} size={}",
                 if it.fetched { "yes" } else { "no" },
                 now.wrapping_sub(it.atime) as i32,
-                crate::watch::clsid(charge(key.len(), it)),
+                self.classes.id(ntotal(key.len(), it)),
                 it.value.len()
             );
         });
@@ -421,11 +465,10 @@ impl Store {
             None => {
                 for i in 0..self.shards.len() {
                     let mut g = self.lock(i);
-                    let n = g.lru.len();
+                    for (k, it) in g.lru.iter() {
+                        self.account(ntotal(k.len(), it), false);
+                    }
                     g.lru.clear();
-                    self.used.fetch_sub(g.bytes, Ordering::Relaxed);
-                    self.items.fetch_sub(n, Ordering::Relaxed);
-                    g.bytes = 0;
                 }
                 self.oldest_live.store(0, Ordering::Relaxed);
             }
@@ -433,8 +476,19 @@ impl Store {
         }
     }
 
+    /// memcached's `bytes`: the sum of the items' `ITEM_ntotal`.
     pub fn bytes(&self) -> usize {
-        self.used.load(Ordering::Relaxed)
+        self.requested.load(Ordering::Relaxed)
+    }
+
+    /// What `-m` is charged: the items' slab chunks (bytes).
+    pub fn charged(&self) -> usize {
+        self.used.load(Ordering::Relaxed) >> CHARGE_SHIFT
+    }
+
+    /// The limit in the units of `used`.
+    fn limit_fixed(&self) -> usize {
+        self.limit.load(Ordering::Relaxed).saturating_mul(1 << CHARGE_SHIFT)
     }
 
     pub fn items(&self) -> usize {
@@ -465,7 +519,8 @@ mod tests {
 
     #[test]
     fn byte_bound_and_lru_order() {
-        let s = Store::new(10 * (1000 + ITEM_OVERHEAD + 3), 1);
+        // ten items of ntotal 1000 + 59 + 2 fit in ten chunks of 1184 (885 a page)
+        let s = Store::new(10 * (1 << 20) / 885 + 1, 1);
         for i in 0..10 {
             put(&s, &format!("k{i}"), 1000);
         }
@@ -473,7 +528,9 @@ mod tests {
         s.with(b"k0", |slot| assert!(slot.get().is_some())); // k0 is now most recent
         put(&s, "k10", 1000);
         assert_eq!(s.items(), 10);
-        assert!(s.bytes() <= s.limit());
+        assert!(s.charged() <= s.limit());
+        // memcached's ITEM_ntotal: nine 2-byte keys and "k10"
+        assert_eq!(s.bytes(), 9 * (2 + 1000 + ITEM_OVERHEAD) + (3 + 1000 + ITEM_OVERHEAD));
         assert_eq!(s.evictions.load(Ordering::Relaxed), 1);
         s.with(b"k0", |slot| assert!(slot.get().is_some()));
         s.with(b"k1", |slot| assert!(slot.get().is_none()));
@@ -486,7 +543,7 @@ mod tests {
             put(&s, &format!("k{i}"), 50);
         }
         put(&s, "big", 3500);
-        assert!(s.bytes() <= s.limit(), "{} > {}", s.bytes(), s.limit());
+        assert!(s.charged() <= s.limit(), "{} > {}", s.charged(), s.limit());
         s.with(b"big", |slot| assert!(slot.get().is_some()));
     }
 }
