@@ -42,10 +42,10 @@ const EVICTION_SAMPLE: usize = 4;
 /// memcached's `ITEM_UPDATE_INTERVAL`: seconds between two LRU bumps of one item.
 pub const UPDATE_INTERVAL: u32 = 60;
 
-/// How many active items one eviction moves back to the head before it
-/// evicts the tail anyway (bounds the work of one store, as memcached's
+/// How many active items one store moves back to the head before it
+/// evicts tails regardless (bounds the work of one store, as memcached's
 /// tail search does).
-const RESCUES: usize = 5;
+const RESCUES: usize = 16;
 
 #[derive(Clone, Debug)]
 pub struct Item {
@@ -370,7 +370,10 @@ impl Store {
         // tails of a few others (try_lock only, so no lock-order deadlock)
         // and evict the least recently used of them.
         let n = self.shards.len();
+        let mut rescues = 0;
         while self.used.load(Ordering::Relaxed) > limit {
+            // a rescued item gets a fresh tick: the next round picks another tail
+            let rescue = rescues < RESCUES;
             let own = if g.lru.len() > 1 { g.lru.peek_lru().map(|(_, it)| it.tick) } else { None };
             let mut best: Option<(u64, MutexGuard<'_, Shard>)> = None;
             for _ in 0..EVICTION_SAMPLE.min(n - 1) {
@@ -384,11 +387,14 @@ impl Store {
                     best = Some((t, og));
                 }
             }
-            match (own, best) {
-                (Some(o), Some((t, mut og))) if t < o => self.evict_one(&mut og),
-                (Some(_), _) => self.evict_one(&mut g),
-                (None, Some((_, mut og))) => self.evict_one(&mut og),
+            let evicted = match (own, best) {
+                (Some(o), Some((t, mut og))) if t < o => self.evict_one(&mut og, rescue),
+                (Some(_), _) => self.evict_one(&mut g, rescue),
+                (None, Some((_, mut og))) => self.evict_one(&mut og, rescue),
                 (None, None) => break,
+            };
+            if !evicted {
+                rescues += 1;
             }
         }
         drop(g);
@@ -403,7 +409,7 @@ impl Store {
                 }
                 let mut g = self.lock(j);
                 if !g.lru.is_empty() {
-                    self.evict_one(&mut g);
+                    self.evict_one(&mut g, false);
                     progress = true;
                 }
             }
@@ -414,31 +420,31 @@ impl Store {
         r
     }
 
-    fn evict_one(&self, g: &mut Shard) {
+    /// Evicts the shard's LRU tail, or (with `rescue`) moves it back to the
+    /// head if it was read since its last bump. Returns whether it evicted.
+    fn evict_one(&self, g: &mut Shard, rescue: bool) -> bool {
         let now = self.clock.now();
-        for _ in 0..RESCUES {
-            let Some((k, it)) = g.lru.peek_lru() else { return };
-            if !it.active || !live(self, now, it) {
-                break;
-            }
-            // read since its last bump: back to the head, inactive
+        if let Some((k, it)) = g.lru.peek_lru().filter(|(_, it)| rescue && it.active && live(self, now, it)) {
+            // read since its last bump: back to the head, inactive, with a
+            // fresh tick (it no longer looks oldest across shards)
             let k = k.clone();
-            let tick = self.tick.load(Ordering::Relaxed);
+            let tick = self.tick.fetch_add(1, Ordering::Relaxed);
             if let Some(it) = g.lru.peek_mut(&k[..]) {
                 (it.active, it.bumped, it.tick) = (false, now, tick);
             }
             g.lru.promote(&k[..]);
+            return false;
         }
-        if let Some((k, it)) = g.lru.pop_lru() {
-            let id = self.account(ntotal(k.len(), &it), false);
-            if it.exptime == 0 || it.exptime > now {
-                self.evictions.fetch_add(1, Ordering::Relaxed);
-                self.per_class[id - 1].evicted.fetch_add(1, Ordering::Relaxed);
-                if self.log.on(crate::watch::EVICTIONS) {
-                    self.log_eviction(&k, &it, now);
-                }
+        let Some((k, it)) = g.lru.pop_lru() else { return false };
+        let id = self.account(ntotal(k.len(), &it), false);
+        if it.exptime == 0 || it.exptime > now {
+            self.evictions.fetch_add(1, Ordering::Relaxed);
+            self.per_class[id - 1].evicted.fetch_add(1, Ordering::Relaxed);
+            if self.log.on(crate::watch::EVICTIONS) {
+                self.log_eviction(&k, &it, now);
             }
         }
+        true
     }
 
     /// memcached's eviction line for `watch evictions`.
