@@ -424,7 +424,7 @@ impl Store {
     /// head if it was read since its last bump. Returns whether it evicted.
     fn evict_one(&self, g: &mut Shard, rescue: bool) -> bool {
         let now = self.clock.now();
-        if let Some((k, it)) = g.lru.peek_lru().filter(|(_, it)| rescue && it.active && live(self, now, it)) {
+        if let Some((k, _)) = g.lru.peek_lru().filter(|(_, it)| rescue && it.active && live(self, now, it)) {
             // read since its last bump: back to the head, inactive, with a
             // fresh tick (it no longer looks oldest across shards)
             let k = k.clone();
