@@ -219,7 +219,7 @@ fn disable_evictions_refuses_stores_like_memcached() {
 }
 
 /// A memcached command line full of options about memcached's internals
-/// starts (each said to be without effect), applies -P and -k, and serves;
+/// starts (those without effect here said so), applies -P, -k, -f and -n, and serves;
 /// what cannot apply (-d, -B, extstore) is refused saying why.
 #[test]
 fn memcached_command_lines_start_or_say_why_not() {
