@@ -82,7 +82,7 @@ impl Metrics {
         for &(op, result, c) in OPS {
             up(&self.ops.with_label_values(&[op, result]), node.stats.get(c));
         }
-        up(&self.evictions, node.store.evictions.load(Relaxed));
+        up(&self.evictions, node.store.hot.evictions.load(Relaxed));
         up(&self.connections_total, node.stats.total_connections.load(Relaxed));
         self.items.set(node.store.items() as i64);
         self.bytes.set(node.store.bytes() as i64);

@@ -241,7 +241,7 @@ impl Node {
         if touch.is_some() {
             cnt.inc(C::CmdTouch);
         }
-        let hit = self.store.with(key, |slot| {
+        let hit = self.store.read(key, |slot| {
             let now = slot.now;
             let Some(it) = slot.get() else { return false };
             if let Some(e) = touch {

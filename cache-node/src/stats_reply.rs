@@ -52,8 +52,8 @@ fn general(n: &Node) -> List {
     p("threads", n.config.threads.to_string());
     p("bytes", n.store.bytes().to_string());
     p("curr_items", n.store.items().to_string());
-    p("total_items", n.store.total_items.load(Ordering::Relaxed).to_string());
-    p("evictions", n.store.evictions.load(Ordering::Relaxed).to_string());
+    p("total_items", n.store.hot.total_items.load(Ordering::Relaxed).to_string());
+    p("evictions", n.store.hot.evictions.load(Ordering::Relaxed).to_string());
     l
 }
 

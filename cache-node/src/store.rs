@@ -148,7 +148,7 @@ impl Slot<'_> {
                 it.active = false;
                 // Reads only look at the tick (writes advance it): no shared
                 // cache line is written on a hit.
-                it.tick = self.store.tick.load(Ordering::Relaxed);
+                it.tick = self.store.hot.tick.load(Ordering::Relaxed);
                 self.shard.lru.promote(self.key);
                 return self.shard.lru.peek_mut(self.key);
             }
@@ -161,14 +161,14 @@ impl Slot<'_> {
     /// changed) when the store evicts nothing (`-M`) and the item does not fit.
     #[must_use]
     pub fn put(&mut self, mut item: Item) -> bool {
-        item.tick = self.store.tick.fetch_add(1, Ordering::Relaxed);
+        item.tick = self.store.hot.tick.fetch_add(1, Ordering::Relaxed);
         (item.bumped, item.active) = (self.now, false);
         let add = ntotal(self.key.len(), &item);
         if self.store.no_evict {
             let charged = |n| self.store.classes.charge(n).1;
             let old = self.shard.lru.peek(self.key).map_or(0, |o| charged(ntotal(self.key.len(), o)));
             let add = charged(add);
-            if self.store.used.load(Ordering::Relaxed) + add - old.min(add) > self.store.limit_fixed() {
+            if self.store.hot.used.load(Ordering::Relaxed) + add - old.min(add) > self.store.limit_fixed() {
                 return false;
             }
         }
@@ -177,7 +177,7 @@ impl Slot<'_> {
         if let Some(o) = old {
             self.store.account(ntotal(self.key.len(), &o), false);
         }
-        self.store.total_items.fetch_add(1, Ordering::Relaxed);
+        self.store.hot.total_items.fetch_add(1, Ordering::Relaxed);
         true
     }
 
@@ -249,25 +249,34 @@ impl Hasher for FastHasher {
     }
 }
 
-pub struct Store {
-    shards: Box<[Mutex<Shard>]>,
-    hasher: FastHash,
-    limit: AtomicUsize,
+/// The store-wide counters stores and evictions write.
+#[derive(Default)]
+#[repr(align(128))]
+pub struct Hot {
     /// charged against `limit`: slab chunks (`Classes::charge`, in 1/1024 bytes)
     used: AtomicUsize,
     /// memcached's `bytes`: sum of `ITEM_ntotal`
     requested: AtomicUsize,
     items: AtomicUsize,
+    cas: AtomicU64,
+    pub evictions: AtomicU64,
+    pub total_items: AtomicU64,
+    tick: AtomicU64,
+}
+
+pub struct Store {
+    shards: Box<[Mutex<Shard>]>,
+    hasher: FastHash,
+    limit: AtomicUsize,
+    /// what stores write, on cache lines of its own: a get on one thread
+    /// reads the fields around it without a miss after every set on another
+    pub hot: Hot,
     pub classes: Classes,
     /// per slab class, index = class id - 1
     pub per_class: Box<[ClassCount]>,
-    cas: AtomicU64,
     /// memcached's `settings.oldest_live` (server time; 0 = none)
     oldest_live: AtomicU32,
-    pub evictions: AtomicU64,
-    pub total_items: AtomicU64,
     pub clock: Clock,
-    tick: AtomicU64,
     cursor: AtomicUsize,
     /// memcached's `-M`: a store that does not fit is refused, nothing is evicted
     no_evict: bool,
@@ -284,17 +293,11 @@ impl Store {
             shards: (0..n).map(|_| Mutex::new(Shard { lru: LruCache::unbounded_with_hasher(FastHash(seed)) })).collect(),
             hasher: FastHash(seed.rotate_left(17)),
             limit: AtomicUsize::new(limit),
-            used: AtomicUsize::new(0),
-            requested: AtomicUsize::new(0),
-            items: AtomicUsize::new(0),
+            hot: Hot::default(),
             per_class: (0..Classes::default().len()).map(|_| ClassCount::default()).collect(),
             classes: Classes::default(),
-            cas: AtomicU64::new(0),
             oldest_live: AtomicU32::new(0),
-            evictions: AtomicU64::new(0),
-            total_items: AtomicU64::new(0),
             clock: Clock::default(),
-            tick: AtomicU64::new(0),
             cursor: AtomicUsize::new(0),
             no_evict: false,
             log: Default::default(),
@@ -315,7 +318,7 @@ impl Store {
     }
 
     pub fn next_cas(&self) -> u64 {
-        self.cas.fetch_add(1, Ordering::Relaxed) + 1
+        self.hot.cas.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     /// Counts an item of `ntotal` bytes in (`add`) or out of the store and
@@ -325,16 +328,16 @@ impl Store {
         let chunks = self.classes.chunks(ntotal).1;
         let c = &self.per_class[id - 1];
         if add {
-            self.used.fetch_add(charged, Ordering::Relaxed);
-            self.requested.fetch_add(ntotal, Ordering::Relaxed);
-            self.items.fetch_add(1, Ordering::Relaxed);
+            self.hot.used.fetch_add(charged, Ordering::Relaxed);
+            self.hot.requested.fetch_add(ntotal, Ordering::Relaxed);
+            self.hot.items.fetch_add(1, Ordering::Relaxed);
             c.items.fetch_add(1, Ordering::Relaxed);
             c.requested.fetch_add(ntotal, Ordering::Relaxed);
             c.chunks.fetch_add(chunks, Ordering::Relaxed);
         } else {
-            self.used.fetch_sub(charged, Ordering::Relaxed);
-            self.requested.fetch_sub(ntotal, Ordering::Relaxed);
-            self.items.fetch_sub(1, Ordering::Relaxed);
+            self.hot.used.fetch_sub(charged, Ordering::Relaxed);
+            self.hot.requested.fetch_sub(ntotal, Ordering::Relaxed);
+            self.hot.items.fetch_sub(1, Ordering::Relaxed);
             c.items.fetch_sub(1, Ordering::Relaxed);
             c.requested.fetch_sub(ntotal, Ordering::Relaxed);
             c.chunks.fetch_sub(chunks, Ordering::Relaxed);
@@ -352,6 +355,14 @@ impl Store {
         self.shards[i].lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Runs `f` with the key's slot under its shard lock for a read that
+    /// stores nothing (a get): no look at the byte counts stores write.
+    pub fn read<R>(&self, key: &[u8], f: impl FnOnce(&mut Slot<'_>) -> R) -> R {
+        let now = self.clock.now();
+        let mut g = self.lock(self.shard_of(key));
+        f(&mut Slot { shard: &mut g, store: self, key, now })
+    }
+
     /// Runs `f` with the key's slot under its shard lock, then evicts until
     /// the store is back under its byte limit.
     pub fn with<R>(&self, key: &[u8], f: impl FnOnce(&mut Slot<'_>) -> R) -> R {
@@ -363,7 +374,7 @@ impl Store {
             f(&mut slot)
         };
         let limit = self.limit_fixed();
-        if self.used.load(Ordering::Relaxed) <= limit {
+        if self.hot.used.load(Ordering::Relaxed) <= limit {
             return r;
         }
         // Approximate global LRU: compare the tail of this shard with the
@@ -371,7 +382,7 @@ impl Store {
         // and evict the least recently used of them.
         let n = self.shards.len();
         let mut rescues = 0;
-        while self.used.load(Ordering::Relaxed) > limit {
+        while self.hot.used.load(Ordering::Relaxed) > limit {
             // a rescued item gets a fresh tick: the next round picks another tail
             let rescue = rescues < RESCUES;
             let own = if g.lru.len() > 1 { g.lru.peek_lru().map(|(_, it)| it.tick) } else { None };
@@ -401,10 +412,10 @@ impl Store {
         // Still over: the newcomer is (nearly) alone in its shard; take from
         // the others, one lock at a time, until under the limit or nothing is left.
         let n = self.shards.len();
-        while self.used.load(Ordering::Relaxed) > limit {
+        while self.hot.used.load(Ordering::Relaxed) > limit {
             let mut progress = false;
             for j in (1..n).map(|d| (i + d) % n) {
-                if self.used.load(Ordering::Relaxed) <= limit {
+                if self.hot.used.load(Ordering::Relaxed) <= limit {
                     break;
                 }
                 let mut g = self.lock(j);
@@ -428,7 +439,7 @@ impl Store {
             // read since its last bump: back to the head, inactive, with a
             // fresh tick (it no longer looks oldest across shards)
             let k = k.clone();
-            let tick = self.tick.fetch_add(1, Ordering::Relaxed);
+            let tick = self.hot.tick.fetch_add(1, Ordering::Relaxed);
             if let Some(it) = g.lru.peek_mut(&k[..]) {
                 (it.active, it.bumped, it.tick) = (false, now, tick);
             }
@@ -438,7 +449,7 @@ impl Store {
         let Some((k, it)) = g.lru.pop_lru() else { return false };
         let id = self.account(ntotal(k.len(), &it), false);
         if it.exptime == 0 || it.exptime > now {
-            self.evictions.fetch_add(1, Ordering::Relaxed);
+            self.hot.evictions.fetch_add(1, Ordering::Relaxed);
             self.per_class[id - 1].evicted.fetch_add(1, Ordering::Relaxed);
             if self.log.on(crate::watch::EVICTIONS) {
                 self.log_eviction(&k, &it, now);
@@ -484,12 +495,12 @@ impl Store {
 
     /// memcached's `bytes`: the sum of the items' `ITEM_ntotal`.
     pub fn bytes(&self) -> usize {
-        self.requested.load(Ordering::Relaxed)
+        self.hot.requested.load(Ordering::Relaxed)
     }
 
     /// What `-m` is charged: the items' slab chunks (bytes).
     pub fn charged(&self) -> usize {
-        self.used.load(Ordering::Relaxed) >> CHARGE_SHIFT
+        self.hot.used.load(Ordering::Relaxed) >> CHARGE_SHIFT
     }
 
     /// The limit in the units of `used`.
@@ -498,7 +509,7 @@ impl Store {
     }
 
     pub fn items(&self) -> usize {
-        self.items.load(Ordering::Relaxed)
+        self.hot.items.load(Ordering::Relaxed)
     }
 
     pub fn limit(&self) -> usize {
@@ -537,7 +548,7 @@ mod tests {
         assert!(s.charged() <= s.limit());
         // memcached's ITEM_ntotal: nine 2-byte keys and "k10"
         assert_eq!(s.bytes(), 9 * (2 + 1000 + ITEM_OVERHEAD) + (3 + 1000 + ITEM_OVERHEAD));
-        assert_eq!(s.evictions.load(Ordering::Relaxed), 1);
+        assert_eq!(s.hot.evictions.load(Ordering::Relaxed), 1);
         s.with(b"k0", |slot| assert!(slot.get().is_some()));
         s.with(b"k1", |slot| assert!(slot.get().is_none()));
     }
