@@ -14,6 +14,9 @@ fn coarse_secs() -> i64 {
     s
 }
 
+/// Server time at start: memcached's `ITEM_UPDATE_INTERVAL + 2`.
+const START: i64 = crate::store::UPDATE_INTERVAL as i64 + 2;
+
 /// memcached's `REALTIME_MAXDELTA`: larger exptimes are absolute unix times.
 pub const MAX_DELTA: i64 = 60 * 60 * 24 * 30;
 
@@ -28,15 +31,17 @@ pub struct Clock {
 impl Default for Clock {
     fn default() -> Self {
         let unix = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
-        // Like memcached, start the clock a little after 0 so that "1" is in the past.
-        Clock { start: coarse_secs(), process_started: unix - 2, offset: AtomicU32::new(0) }
+        // Like memcached (`process_started = time(0) - ITEM_UPDATE_INTERVAL
+        // - 2`): "1" is in the past, and server times (a `watch` ttl of an
+        // already expired item) read as memcached's.
+        Clock { start: coarse_secs(), process_started: unix - START, offset: AtomicU32::new(0) }
     }
 }
 
 impl Clock {
     /// Current server time in seconds.
     pub fn now(&self) -> u32 {
-        (coarse_secs() - self.start) as u32 + 2 + self.offset.load(Ordering::Relaxed)
+        (coarse_secs() - self.start) as u32 + START as u32 + self.offset.load(Ordering::Relaxed)
     }
 
     pub fn unix_now(&self) -> i64 {

@@ -104,6 +104,7 @@ impl Session {
         let want_value = m.has(b'v');
         self.cnt.inc(C::CmdGet);
         // (view, value, won, stale, token already sent)
+        let mut vivified = false;
         let r = node.store.with(&m.key, |slot| {
             let now = slot.now;
             if slot.peek().is_none() {
@@ -113,6 +114,7 @@ impl Session {
                     return None; // -M and full: nothing vivified, a plain miss
                 }
                 let it = slot.peek()?;
+                vivified = true;
                 return Some((view(it, now), Bytes::new(), true, false, false));
             }
             let it = if bump { slot.get() } else { slot.peek() }?;
@@ -139,7 +141,8 @@ impl Session {
             let value = if want_value { it.value.clone() } else { Bytes::new() };
             Some((before, value, won, stale, token_sent))
         });
-        self.log_get(&m.key, r.as_ref().map(|(v, ..)| v.len));
+        // memcached logs the lookup: an item this mg vivified was not found
+        self.log_get(&m.key, r.as_ref().filter(|_| !vivified).map(|(v, ..)| v.len));
         let Some((v, value, won, stale, token_sent)) = r else {
             self.cnt.inc(C::GetMisses);
             if !m.has(b'q') {

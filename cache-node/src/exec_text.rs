@@ -69,12 +69,12 @@ impl Session {
                 let watched = node.store.log.on(crate::watch::FETCHERS);
                 for key in keys {
                     let mut len = 0;
-                    let hit = node.get_with(&mut self.cnt, key, touch, |it| {
+                    let (hit, dead) = node.get_dead(&mut self.cnt, key, touch, |it| {
                         len = it.value.len();
                         reply::value(out, key, it.flags, &it.value, cas.then_some(it.cas))
                     });
                     if watched {
-                        self.log_get(key, hit.then_some(len));
+                        self.log_fetch(key, hit.then_some(len), dead);
                     }
                     if hit && out.len() - start > MAX_GET_REPLY {
                         // memcached's answer when it cannot hold a reply.

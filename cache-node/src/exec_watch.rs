@@ -86,8 +86,13 @@ impl Session {
 
     /// `watch fetchers`: a lookup's line (`found` = the value's length).
     pub(crate) fn log_get(&self, key: &[u8], found: Option<usize>) {
+        self.log_fetch(key, found, None);
+    }
+
+    /// [`log_get`](Self::log_get) saying why a stored item was dead.
+    pub(crate) fn log_fetch(&self, key: &[u8], found: Option<usize>, dead: Option<crate::store::Dead>) {
         if self.node.store.log.on(watch::FETCHERS) {
-            watch::log_get(&self.node.store.log, key, found, self.cfd());
+            watch::log_fetch(&self.node.store.log, key, found, dead, self.cfd());
         }
     }
 }

@@ -9,7 +9,7 @@ use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::slabs::Classes;
 use crate::stats::{Counters, Stats, C};
-use crate::store::{Item, Store};
+use crate::store::{Dead, Item, Store};
 
 /// One cache node's shared state; sessions hold an `Arc<Node>`.
 pub struct Node {
@@ -235,28 +235,39 @@ impl Node {
 
     /// get / gat handing the live item to `f` under its shard lock, so the
     /// hot path copies the value straight into the reply (no refcount
-    /// traffic on the value's buffer). Returns whether it was a hit.
+    /// traffic on the value's buffer). Returns whether it was a hit; `dead`
+    /// learns why a stored item was not (memcached's `watch` statuses).
     pub fn get_with(&self, cnt: &mut Counters, key: &[u8], touch: Option<u32>, f: impl FnOnce(&Item)) -> bool {
+        self.get_dead(cnt, key, touch, f).0
+    }
+
+    /// [`get_with`](Self::get_with), also saying why a stored item was dead.
+    pub fn get_dead(&self, cnt: &mut Counters, key: &[u8], touch: Option<u32>, f: impl FnOnce(&Item)) -> (bool, Option<Dead>) {
         cnt.inc(C::CmdGet);
         if touch.is_some() {
             cnt.inc(C::CmdTouch);
         }
-        let hit = self.store.read(key, |slot| {
+        let (hit, dead) = self.store.read(key, |slot| {
             let now = slot.now;
-            let Some(it) = slot.get() else { return false };
+            let Some(it) = slot.get() else { return (false, slot.dead) };
             if let Some(e) = touch {
                 it.exptime = e;
             }
             it.fetched = true;
             it.atime = now;
             f(it);
-            true
+            (true, None)
         });
         cnt.inc(if hit { C::GetHits } else { C::GetMisses });
+        match dead {
+            Some(Dead::Expired) => cnt.inc(C::GetExpired),
+            Some(Dead::Flushed) => cnt.inc(C::GetFlushed),
+            None => {}
+        }
         if touch.is_some() {
             cnt.inc(if hit { C::TouchHits } else { C::TouchMisses });
         }
-        hit
+        (hit, dead)
     }
 
     /// flush_all with memcached's delay rule (<= 0: now).

@@ -100,12 +100,23 @@ pub struct ClassCount {
     pub evicted: AtomicU64,
 }
 
+/// Why a lookup found no live item although one was stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dead {
+    Expired,
+    /// by `flush_all` with a delay (an immediate one drops everything)
+    Flushed,
+}
+
 /// What happened in a shard during one access, for byte accounting.
 pub struct Slot<'s> {
     shard: &'s mut Shard,
     store: &'s Store,
     key: &'s [u8],
     pub now: u32,
+    /// set when a lookup dropped a dead item (memcached's `get_expired`,
+    /// `get_flushed` and `watch` statuses)
+    pub dead: Option<Dead>,
 }
 
 /// Not expired and not flushed at server time `now`.
@@ -139,6 +150,8 @@ impl Slot<'_> {
         // before the map is changed (remove/promote below end its use).
         let it = unsafe { &mut *it };
         if !live(self.store, self.now, it) {
+            let expired = it.exptime != 0 && it.exptime <= self.now;
+            self.dead = Some(if expired { Dead::Expired } else { Dead::Flushed });
             self.remove();
             return None;
         }
@@ -360,7 +373,7 @@ impl Store {
     pub fn read<R>(&self, key: &[u8], f: impl FnOnce(&mut Slot<'_>) -> R) -> R {
         let now = self.clock.now();
         let mut g = self.lock(self.shard_of(key));
-        f(&mut Slot { shard: &mut g, store: self, key, now })
+        f(&mut Slot { shard: &mut g, store: self, key, now, dead: None })
     }
 
     /// Runs `f` with the key's slot under its shard lock, then evicts until
@@ -370,7 +383,7 @@ impl Store {
         let now = self.clock.now();
         let mut g = self.lock(i);
         let r = {
-            let mut slot = Slot { shard: &mut g, store: self, key, now };
+            let mut slot = Slot { shard: &mut g, store: self, key, now, dead: None };
             f(&mut slot)
         };
         let limit = self.limit_fixed();

@@ -144,13 +144,22 @@ impl Log {
 
 /// `item_get` (fetchers): `found` is the value's length on a hit.
 pub fn log_get(log: &Log, key: &[u8], found: Option<usize>, cfd: i32) {
+    log_fetch(log, key, found, None, cfd)
+}
+
+/// `item_get` with memcached's status for a stored item that was dead
+/// (`expired`, `flushed`) instead of `not_found`.
+pub fn log_fetch(log: &Log, key: &[u8], found: Option<usize>, dead: Option<crate::store::Dead>, cfd: i32) {
+    use crate::store::Dead;
     use std::fmt::Write;
     log.emit(FETCHERS, |l| {
         l.push_str("type=item_get key=");
         uriencode(l, key);
-        let (status, clsid, size) = match found {
-            Some(n) => ("found", clsid(crate::store::item_ntotal(key.len(), n)), n),
-            None => ("not_found", 0, 0),
+        let (status, clsid, size) = match (found, dead) {
+            (Some(n), _) => ("found", clsid(crate::store::item_ntotal(key.len(), n)), n),
+            (None, Some(Dead::Expired)) => ("expired", 0, 0),
+            (None, Some(Dead::Flushed)) => ("flushed", 0, 0),
+            (None, None) => ("not_found", 0, 0),
         };
         let _ = writeln!(l, " status={status} clsid={clsid} cfd={cfd} size={size}");
     });
@@ -200,22 +209,8 @@ pub fn uriencode(out: &mut String, key: &[u8]) {
 /// with its defaults (`-n 48`, `-f 1.25`, 8-byte alignment, 512 KiB largest
 /// chunk), for the `clsid=` of log lines: tools group by it. 0 = none.
 pub fn clsid(ntotal: usize) -> u32 {
-    const CHUNK_MAX: usize = 512 * 1024;
-    let mut size = 48.0f64 + 48.0;
-    let mut id = 1u32;
-    loop {
-        let mut s = size as usize;
-        if size >= CHUNK_MAX as f64 / 1.25 {
-            // the largest class: chunk_max (bigger items are chained from it)
-            return id;
-        }
-        s = s.next_multiple_of(8);
-        if ntotal <= s {
-            return id;
-        }
-        id += 1;
-        size = s as f64 * 1.25;
-    }
+    static DEFAULT: std::sync::OnceLock<crate::slabs::Classes> = std::sync::OnceLock::new();
+    DEFAULT.get_or_init(Default::default).id(ntotal) as u32
 }
 
 #[cfg(test)]
