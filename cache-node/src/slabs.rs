@@ -49,8 +49,8 @@ impl Classes {
         Classes { sizes }
     }
 
-    /// How many classes there are (the largest id).
-    pub fn len(&self) -> usize {
+    /// How many classes there are (the largest id; never 0).
+    pub fn count(&self) -> usize {
         self.sizes.len()
     }
 
@@ -95,7 +95,7 @@ mod tests {
         // memcached -vv: class 1 chunk 96, 2: 120, 3: 152, ... 12: 1184, 39: 524288
         let c = Classes::default();
         assert_eq!((c.chunk(1), c.chunk(2), c.chunk(3), c.chunk(12)), (96, 120, 152, 1184));
-        assert_eq!((c.len(), c.chunk(39), c.chunk(38)), (39, CHUNK_MAX, 394840));
+        assert_eq!((c.count(), c.chunk(39), c.chunk(38)), (39, CHUNK_MAX, 394840));
         assert_eq!((c.id(1), c.id(96), c.id(97), c.id(1184), c.id(1185)), (1, 1, 2, 12, 13));
         assert_eq!((c.per_page(1), c.per_page(12)), (10922, 885));
     }
@@ -105,7 +105,7 @@ mod tests {
         let c = Classes::default();
         // memcached -m 8 holds 8 pages x 5461 items of ntotal 171 (chunk 192)
         assert_eq!(c.chunks(171), (4, 1));
-        assert_eq!((8 * PAGE << CHARGE_SHIFT) / c.charge(171).1, 8 * 5461);
+        assert_eq!(((8 * PAGE) << CHARGE_SHIFT) / c.charge(171).1, 8 * 5461);
         assert_eq!(c.chunks(CHUNK_MAX + 1), (39, 2));
         assert_eq!(c.charge(CHUNK_MAX).1, CHUNK_MAX << CHARGE_SHIFT);
     }
@@ -114,6 +114,6 @@ mod tests {
     fn min_and_factor_shape_the_classes() {
         let c = Classes::new(100, 2.0);
         assert_eq!((c.chunk(1), c.chunk(2), c.chunk(3)), (152, 304, 608));
-        assert_eq!(c.chunk(c.len()), CHUNK_MAX);
+        assert_eq!(c.chunk(c.count()), CHUNK_MAX);
     }
 }

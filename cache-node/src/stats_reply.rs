@@ -84,7 +84,7 @@ fn settings(n: &Node) -> List {
 /// The slab classes that hold items: (id, items, chunks in use).
 fn active_classes(n: &Node) -> Vec<(usize, usize, usize)> {
     let st = &n.store;
-    (1..=st.classes.len())
+    (1..=st.classes.count())
         .map(|id| {
             let c = &st.per_class[id - 1];
             (id, c.items.load(Ordering::Relaxed), c.chunks.load(Ordering::Relaxed))

@@ -307,7 +307,7 @@ impl Store {
             hasher: FastHash(seed.rotate_left(17)),
             limit: AtomicUsize::new(limit),
             hot: Hot::default(),
-            per_class: (0..Classes::default().len()).map(|_| ClassCount::default()).collect(),
+            per_class: (0..Classes::default().count()).map(|_| ClassCount::default()).collect(),
             classes: Classes::default(),
             oldest_live: AtomicU32::new(0),
             clock: Clock::default(),
@@ -325,7 +325,7 @@ impl Store {
 
     /// memcached's `-n`/`-f` slab classes instead of the default ones.
     pub fn with_classes(mut self, classes: Classes) -> Store {
-        self.per_class = (0..classes.len()).map(|_| ClassCount::default()).collect();
+        self.per_class = (0..classes.count()).map(|_| ClassCount::default()).collect();
         self.classes = classes;
         self
     }
