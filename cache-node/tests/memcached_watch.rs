@@ -117,7 +117,9 @@ fn conns_shape(at: &At) -> Vec<String> {
                 fds.push(fd.to_string());
             }
             let i = fds.iter().position(|f| f == fd).unwrap();
-            mask(&format!("STAT c{i}:{rest}"), &["127.0.0.1:", "secs_since_last_cmd "])
+            // A connection whose reply was just read may still be shown
+            // writing it, by either server: both are "waiting for a command".
+            mask(&format!("STAT c{i}:{rest}"), &["127.0.0.1:", "secs_since_last_cmd "]).replace("conn_mwrite", "conn_read")
         })
         .collect()
 }
