@@ -134,7 +134,13 @@ impl CmCache {
     async fn stat(&self, l: &Layout, loc: &Loc, fid: FileId) -> FsResult<Attr> {
         let key = l.keys.stat(fid);
         let got = l.bank.claim_many(std::slice::from_ref(&key), l.bank.codec().placeholder()).await;
-        let c = match claim_of(l, got.into_iter().next().flatten()) {
+        self.stat_claimed(l, loc, fid, key, got.into_iter().next().flatten()).await
+    }
+
+    /// [`CmCache::stat`] once its key was claimed (`got`: what the claim
+    /// found), in this call or in a batch with other keys.
+    async fn stat_claimed(&self, l: &Layout, loc: &Loc, fid: FileId, key: CacheKey, got: Option<Hit>) -> FsResult<Attr> {
+        let c = match claim_of(l, got) {
             Claim::Value(v) => {
                 if let Some(a) = stat_of(l, &key, &v, fid) {
                     self.metrics.count("getattr", "hit");
@@ -187,15 +193,15 @@ impl Translator for CmCache {
             Claim::Value(v) => match l.bank.codec().decode(Kind::Dentry, &dkey.key, &v).and_then(|p| value::parse_dentry(&p, name)) {
                 Some((fid, _kind)) => {
                     // the entry is known: the stat comes with it (hint) or next
+                    self.metrics.count("lookup", "hit");
+                    let loc = parent.child(name).with_fid(fid);
                     if hint == Some(fid) {
-                        if let Some(a) = hinted.as_ref().and_then(|h| stat_of(&l, &keys[1], &h.value, fid)) {
-                            self.metrics.count("lookup", "hit");
-                            return Ok(a);
-                        }
+                        // claimed with the entry: a value, or ours to fill
+                        // (a file written since its stat was stored)
+                        return self.stat_claimed(&l, &loc, fid, keys[1].clone(), hinted).await;
                     }
                     self.remember(pfid, name, fid);
-                    self.metrics.count("lookup", "hit");
-                    return self.stat(&l, &parent.child(name).with_fid(fid), fid).await;
+                    return self.stat(&l, &loc, fid).await;
                 }
                 None => None,
             },
