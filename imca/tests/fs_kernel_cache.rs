@@ -135,13 +135,32 @@ fn a_listing_brings_the_attributes_along() {
     assert!(asked <= 30.0, "{asked} lookups and getattrs for 300 stats after a listing");
 }
 
+/// A bank answer slower than the volume's `timeout_ms` (5 ms) is a miss by
+/// design, and a debug build on a loaded machine can be that slow: give
+/// the bank a second, and wait until every gateway follows.
+fn relax_bank_timeout(c: &Cluster) {
+    let admin = c.gateways[0].admin_url().expect("the gateway serves its admin API");
+    let token = c.gateways[0].admin_token().expect("the harness gives --admin gateways a token");
+    let r = http::put_json(&format!("{admin}/api/v1/config"), &token, r#"{"timeout_ms": 1000}"#);
+    assert!(r.starts_with("HTTP/1.1 200"), "setting timeout_ms failed: {r}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    for g in &c.gateways {
+        let url = format!("{}/api/v1/config", g.admin_url().unwrap());
+        while !common::http_get(&url).replace(' ', "").contains("\"timeout_ms\":1000") {
+            assert!(std::time::Instant::now() < deadline, "the timeout change did not reach every gateway");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
 /// What one gateway creates, another stats without a storage round trip:
 /// the create put the entry and the attributes into the bank (claimed
 /// before, filled from its reply), and they are the storage servers' own.
 #[test]
 fn what_one_gateway_creates_another_stats_from_the_bank() {
     for cache in [common::Cache::Imca(2), common::Cache::Memcached(1)] {
-        let c = ClusterSpec::new().gateways(2).cache(cache.clone()).start();
+        let c = ClusterSpec::new().gateways(2).cache(cache.clone()).gateway_arg("--admin").gateway_arg("127.0.0.1:0").start();
+        relax_bank_timeout(&c);
         let names = ["f", "d", "l"];
         std::fs::write(c.path_at(0, "f"), b"").unwrap();
         std::fs::create_dir(c.path_at(0, "d")).unwrap();
@@ -213,4 +232,41 @@ fn writes_do_not_ask_for_capabilities_each_time_yet_still_drop_them() {
     f.write_all_at(b"z", 0).unwrap();
     assert!(!has_xattr(&b, "security.capability"), "the write through gateway 0 left the capability on");
     assert_eq!(std::fs::read(&b).unwrap()[0], b'z');
+}
+
+/// Entries and attributes the kernel let expire (their TTL is at most the
+/// lease left when they were given) are re-validated by the gateway from
+/// what it answered, while its lease held and nothing was called back: a
+/// walk longer than a lease does not go back to the servers. A change
+/// through another gateway still shows.
+#[test]
+fn expired_entries_are_revalidated_by_the_gateway() {
+    let c = ClusterSpec::new().gateways(2).storage_arg("--kernel-lease=0.3").start();
+    std::fs::create_dir(c.path_at(0, "d")).unwrap();
+    for i in 0..50 {
+        std::fs::write(c.path_at(0, &format!("d/f{i}")), format!("{i}")).unwrap();
+    }
+    let stat_all = || -> Vec<u64> { (0..50).map(|i| std::fs::metadata(c.path_at(0, &format!("d/f{i}"))).unwrap().len()).collect() };
+    let want: Vec<u64> = (0..50).map(|i: u64| i.to_string().len() as u64).collect();
+    assert_eq!(stat_all(), want);
+    let asked = || -> f64 {
+        ["lookup", "getattr"].iter().map(|op| storage_sum(&c, "imca_storage_ops_total", &format!("op=\"{op}\""))).sum()
+    };
+    let before = (asked(), gateway_ops(&c, 0, "lookup"));
+    // Three leases later every TTL the kernel got has run out.
+    std::thread::sleep(std::time::Duration::from_millis(900));
+    assert_eq!(stat_all(), want);
+    assert_eq!(asked() - before.0, 0.0, "re-validations reached the storage servers");
+
+    // What gateway 1 changes is called back: gateway 0 forgets it too.
+    std::fs::write(c.path_at(1, "d/f7"), b"seven").unwrap();
+    std::fs::remove_file(c.path_at(1, "d/f8")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(900));
+    assert_eq!(std::fs::metadata(c.path_at(0, "d/f7")).unwrap().len(), 5);
+    common::assert_errno(std::fs::metadata(c.path_at(0, "d/f8")), libc::ENOENT);
+    // ... and what gateway 0 changes itself, it forgets at once.
+    std::fs::write(c.path_at(0, "d/f9"), b"nine!!").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(900));
+    assert_eq!(std::fs::metadata(c.path_at(0, "d/f9")).unwrap().len(), 6);
+    let _ = before.1;
 }

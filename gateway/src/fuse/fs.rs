@@ -86,6 +86,14 @@ impl GatewayFs {
         self.answer(reply, work, move |r, a| r.entry(&kc.ttl(t), &convert::attr(&a), Generation(0)));
     }
 
+    /// A name is being added to directory `parent` through this gateway:
+    /// its remembered attributes go now and once answered (see `memo`).
+    fn changing_dir(&self, parent: INodeNo) -> Changing {
+        let t = self.kc.ticket();
+        self.kc.changing_inode(parent.0);
+        Changing { kc: self.kc.clone(), ino: parent.0, t }
+    }
+
     fn new_fh(&self) -> FileHandle {
         FileHandle(self.next_fh.fetch_add(1, Relaxed))
     }
@@ -96,6 +104,27 @@ impl GatewayFs {
         } else {
             FopenFlags::empty()
         }
+    }
+}
+
+/// What [`GatewayFs::changing_dir`] forgets again once the change is answered.
+struct Changing {
+    kc: Arc<KernelCache>,
+    ino: u64,
+    /// taken before the change was sent: a callback since voids its reply
+    t: super::kernel_cache::Ticket,
+}
+
+impl Changing {
+    /// The change was answered with the new entry `name`: remembered, as
+    /// a lookup's answer would be (it is the servers' state after it).
+    fn after(self, name: &str, r: FsResult<Attr>) -> FsResult<Attr> {
+        self.kc.changing_inode(self.ino);
+        if let Ok(a) = &r {
+            let m = self.kc.memo_ticket();
+            self.kc.remember_entry(self.t, m, self.ino, name, a);
+        }
+        r
     }
 }
 
@@ -152,8 +181,22 @@ impl Filesystem for GatewayFs {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        let args = parent_and_name(&self.inodes, parent, name).map(|(p, n)| (p, n.to_string(), ()));
-        self.entry(reply, args, |xl, p, n, ()| async move { xl.lookup(&p, &n).await });
+        let args = parent_and_name(&self.inodes, parent, name);
+        if let Ok((ploc, n)) = &args {
+            // A re-validation of what was answered before (see `memo`).
+            if let Some((a, ttl)) = self.kc.memo_entry(parent.0, n) {
+                self.inodes.remember(ploc, n, a.fid);
+                return reply.entry(&ttl, &convert::attr(&a), Generation(0));
+            }
+        }
+        let (kc, m) = (self.kc.clone(), self.kc.memo_ticket());
+        let args = args.map(|(p, n)| (p, n.to_string(), ()));
+        let t = self.kc.ticket();
+        self.entry(reply, args, move |xl, p, n, ()| async move {
+            let a = xl.lookup(&p, &n).await?;
+            kc.remember_entry(t, m, parent.0, &n, &a);
+            Ok(a)
+        });
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
@@ -161,8 +204,17 @@ impl Filesystem for GatewayFs {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        let (xl, kc, t, loc) = (self.xl.clone(), self.kc.clone(), self.kc.ticket(), self.inodes.loc(ino.0));
-        self.answer(reply, async move { xl.getattr(&loc?).await }, move |r, a| r.attr(&kc.ttl(t), &convert::attr(&a)));
+        if let Some((a, ttl)) = self.kc.memo_attr(ino.0) {
+            return reply.attr(&ttl, &convert::attr(&a));
+        }
+        let (xl, kc, t, m, loc) = (self.xl.clone(), self.kc.clone(), self.kc.ticket(), self.kc.memo_ticket(), self.inodes.loc(ino.0));
+        let k2 = kc.clone();
+        let work = async move {
+            let a = xl.getattr(&loc?).await?;
+            k2.remember_attr(t, m, &a);
+            Ok(a)
+        };
+        self.answer(reply, work, move |r, a| r.attr(&kc.ttl(t), &convert::attr(&a)));
     }
 
     fn setattr(
@@ -192,7 +244,15 @@ impl Filesystem for GatewayFs {
             atime: atime.map(time_set),
             mtime: mtime.map(time_set),
         };
-        self.answer(reply, async move { xl.setattr(&loc?, &set).await }, move |r, a| r.attr(&kc.ttl(t), &convert::attr(&a)));
+        // (see `memo`: the servers do not call back the gateway that asked)
+        self.kc.changing_inode(ino.0);
+        let k2 = kc.clone();
+        let work = async move {
+            let r = xl.setattr(&loc?, &set).await;
+            k2.changing_inode(ino.0);
+            r
+        };
+        self.answer(reply, work, move |r, a| r.attr(&kc.ttl(t), &convert::attr(&a)));
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
@@ -204,21 +264,29 @@ impl Filesystem for GatewayFs {
         let args = parent_and_name(&self.inodes, parent, name)
             .map(|(p, n)| (p, n.to_string(), new_file(n, mode & !umask, owner(req), true)));
         // Regular files too: one round trip, nothing left open.
-        self.entry(reply, args, move |xl, p, _, new| async move { xl.mknod(&p, &new, mode, rdev).await });
+        let kc = self.changing_dir(parent);
+        self.entry(reply, args, move |xl, p, _, new| async move { kc.after(&new.name, xl.mknod(&p, &new, mode, rdev).await) });
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
         let args = parent_and_name(&self.inodes, parent, name)
             .map(|(p, n)| (p, n.to_string(), new_file(n, mode & !umask, owner(req), true)));
-        self.entry(reply, args, |xl, p, _, new| async move { xl.mkdir(&p, &new).await });
+        let kc = self.changing_dir(parent);
+        self.entry(reply, args, |xl, p, _, new| async move { kc.after(&new.name, xl.mkdir(&p, &new).await) });
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let xl = self.xl.clone();
         let args = parent_and_name(&self.inodes, parent, name).map(|(p, n)| (p, n.to_string()));
+        // What the name named loses a link (its attributes, under any of
+        // its names, are forgotten with everything else).
+        self.kc.changing_names();
+        let kc = self.kc.clone();
         let work = async move {
             let (p, n) = args?;
-            xl.unlink(&p, &n).await
+            let r = xl.unlink(&p, &n).await;
+            kc.changing_names();
+            r
         };
         self.answer(reply, work, |r, _| r.ok());
     }
@@ -226,9 +294,15 @@ impl Filesystem for GatewayFs {
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let xl = self.xl.clone();
         let args = parent_and_name(&self.inodes, parent, name).map(|(p, n)| (p, n.to_string()));
+        // What the name named loses a link (its attributes, under any of
+        // its names, are forgotten with everything else).
+        self.kc.changing_names();
+        let kc = self.kc.clone();
         let work = async move {
             let (p, n) = args?;
-            xl.rmdir(&p, &n).await
+            let r = xl.rmdir(&p, &n).await;
+            kc.changing_names();
+            r
         };
         self.answer(reply, work, |r, _| r.ok());
     }
@@ -238,7 +312,8 @@ impl Filesystem for GatewayFs {
             let target = target.to_str().ok_or(FsError::EILSEQ)?.to_string();
             Ok((p, n.to_string(), (new_file(n, 0o777, owner(req), true), target)))
         });
-        self.entry(reply, args, |xl, p, _, (new, target)| async move { xl.symlink(&p, &new, &target).await });
+        let kc = self.changing_dir(parent);
+        self.entry(reply, args, |xl, p, _, (new, target)| async move { kc.after(&new.name, xl.symlink(&p, &new, &target).await) });
     }
 
     fn rename(
@@ -264,9 +339,13 @@ impl Filesystem for GatewayFs {
             noreplace: flags.contains(RenameFlags::RENAME_NOREPLACE),
             exchange: flags.contains(RenameFlags::RENAME_EXCHANGE),
         };
+        self.kc.changing_names();
+        let kc = self.kc.clone();
         let work = async move {
             let (p, n, np, nn) = args?;
-            xl.rename(&p, &n, &np, &nn, rflags).await?;
+            let r = xl.rename(&p, &n, &np, &nn, rflags).await;
+            kc.changing_names();
+            r?;
             let (from, to) = (p.child(&n).path, np.child(&nn).path);
             if rflags.exchange {
                 inodes.exchanged(&from, &to);
@@ -283,7 +362,15 @@ impl Filesystem for GatewayFs {
             .inodes
             .loc(ino.0)
             .and_then(|l| parent_and_name(&self.inodes, newparent, newname).map(|(p, n)| (p, n.to_string(), l)));
-        self.entry(reply, args, |xl, np, nn, loc| async move { xl.link(&loc, &np, &nn).await });
+        // the file's nlink changes too
+        self.kc.changing_inode(ino.0);
+        let kc = self.changing_dir(newparent);
+        let k2 = self.kc.clone();
+        self.entry(reply, args, move |xl, np, nn, loc| async move {
+            let r = xl.link(&loc, &np, &nn).await;
+            k2.changing_inode(ino.0);
+            kc.after(&nn, r)
+        });
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
@@ -329,20 +416,26 @@ impl Filesystem for GatewayFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        let (xl, append, loc) = (self.xl.clone(), self.append.clone(), self.inodes.loc(ino.0));
+        let (xl, append, loc, kc) = (self.xl.clone(), self.append.clone(), self.inodes.loc(ino.0), self.kc.clone());
+        kc.changing_inode(ino.0);
         // fuser reuses its receive buffer: this is the one copy of the payload.
         let data = Bytes::copy_from_slice(data);
         let is_append = flags.0 & libc::O_APPEND != 0;
         let work = async move {
             let loc = loc?;
-            if is_append {
+            let r = if is_append {
                 // The kernel's idea of the end may be stale (another
                 // gateway appended): the volume's merged size decides.
                 let _guard = append.lock().await;
-                let end = xl.getattr(&loc).await?.size;
-                return xl.write(&loc, end, data).await;
-            }
-            xl.write(&loc, offset, data).await
+                match xl.getattr(&loc).await {
+                    Ok(a) => xl.write(&loc, a.size, data).await,
+                    Err(e) => Err(e),
+                }
+            } else {
+                xl.write(&loc, offset, data).await
+            };
+            kc.changing_inode(ino.0);
+            r
         };
         self.answer(reply, work, |r, w| r.written(w.written));
     }
@@ -420,7 +513,7 @@ impl Filesystem for GatewayFs {
 
     fn readdirplus(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
         let (xl, loc, stream) = (self.xl.clone(), self.inodes.loc(ino.0), self.dirs.get(fh.0));
-        let (inodes, kc, t) = (self.inodes.clone(), self.kc.clone(), self.kc.ticket());
+        let (inodes, kc, t, m) = (self.inodes.clone(), self.kc.clone(), self.kc.ticket(), self.kc.memo_ticket());
         self.rt.spawn(async move {
             let r = async {
                 let (loc, stream) = (loc?, stream.ok_or(FsError::EBADF)?);
@@ -442,6 +535,7 @@ impl Filesystem for GatewayFs {
                         if !full {
                             // The kernel now holds a lookup reference on it.
                             inodes.remember(&loc, &e.name, e.fid);
+                            kc.remember_entry(t, m, ino.0, &e.name, a);
                         }
                         full
                     }
@@ -553,9 +647,10 @@ impl Filesystem for GatewayFs {
         let (kc, t) = (self.kc.clone(), self.kc.ticket());
         let args = parent_and_name(&inodes, parent, name)
             .map(|(p, n)| (p, new_file(n, mode & !umask, owner(req), flags & libc::O_EXCL != 0)));
+        let changing = self.changing_dir(parent);
         let work = async move {
             let (ploc, new) = args?;
-            let attr = xl.create(&ploc, &new, flags).await?;
+            let attr = changing.after(&new.name, xl.create(&ploc, &new, flags).await)?;
             inodes.remember(&ploc, &new.name, attr.fid);
             Ok(attr)
         };

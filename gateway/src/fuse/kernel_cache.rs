@@ -17,6 +17,7 @@
 //! thread: the kernel may wait on a request that thread would have to read.
 
 use super::inodes::Inodes;
+use super::memo::{Memo, MemoTicket};
 use fuser::{INodeNo, Notifier};
 use std::collections::HashSet;
 use std::ffi::OsStr;
@@ -51,6 +52,8 @@ pub struct KernelCache {
     notifier: OnceLock<Notifier>,
     /// inodes known to have no `security.capability` (see `no_caps`)
     no_caps: Mutex<HashSet<u64>>,
+    /// what was answered, for re-validations (see `memo`)
+    memo: Memo,
 }
 
 /// How many inodes the no-capability set remembers before starting over.
@@ -66,6 +69,7 @@ impl KernelCache {
             epoch: AtomicU64::new(0),
             notifier: OnceLock::new(),
             no_caps: Mutex::default(),
+            memo: Memo::default(),
         }
     }
 
@@ -97,6 +101,54 @@ impl KernelCache {
             return Duration::ZERO;
         }
         self.remaining()
+    }
+
+    /// The memo's ticket for a request starting now.
+    pub fn memo_ticket(&self) -> MemoTicket {
+        self.memo.ticket()
+    }
+
+    /// A re-validation answered from what was answered before, while the
+    /// lease holds (see `memo`); with the TTL to give.
+    pub fn memo_attr(&self, ino: u64) -> Option<(xlator::Attr, Duration)> {
+        self.memo_serves()?;
+        Some((self.memo.attr(ino)?, self.remaining()))
+    }
+
+    /// [`KernelCache::memo_attr`] for `name` in directory `parent`.
+    pub fn memo_entry(&self, parent: u64, name: &str) -> Option<(xlator::Attr, Duration)> {
+        self.memo_serves()?;
+        Some((self.memo.entry(parent, name)?, self.remaining()))
+    }
+
+    fn memo_serves(&self) -> Option<()> {
+        (self.mode == Mode::On && !self.remaining().is_zero()).then_some(())
+    }
+
+    /// Remember the answers of a request that started with `t` and `m`
+    /// (only if no invalidation came meanwhile and the lease holds).
+    pub fn remember_attr(&self, t: Ticket, m: MemoTicket, a: &xlator::Attr) {
+        if !self.ttl(t).is_zero() {
+            self.memo.store_attr(m, a);
+        }
+    }
+
+    pub fn remember_entry(&self, t: Ticket, m: MemoTicket, parent: u64, name: &str, a: &xlator::Attr) {
+        if !self.ttl(t).is_zero() {
+            self.memo.store_entry(m, parent, name, a);
+        }
+    }
+
+    /// Inode `ino` is being changed through this gateway (call before and
+    /// after: the servers do not call back the gateway that asked).
+    pub fn changing_inode(&self, ino: u64) {
+        self.memo.forget_inode(ino);
+    }
+
+    /// Names are being removed or moved through this gateway: forget
+    /// everything (what they named may be remembered under other names).
+    pub fn changing_names(&self) {
+        self.memo.clear();
     }
 
     /// Whether inode `ino` is known to have no `security.capability`.
@@ -135,6 +187,7 @@ impl KernelCache {
     pub fn xattrs_changing(&self, ino: u64) {
         self.epoch.fetch_add(1, SeqCst);
         self.forget_caps(ino);
+        self.memo.forget_inode(ino);
     }
 
     /// How long every server's lease still runs.
@@ -147,7 +200,11 @@ impl KernelCache {
     /// Server `i` granted a lease ending at `until`.
     pub fn renew(&self, i: usize, until: Instant) {
         let ns = until.saturating_duration_since(self.base).as_nanos() as u64;
-        self.valid_until[i].fetch_max(ns, SeqCst);
+        let before = self.valid_until[i].fetch_max(ns, SeqCst);
+        if before <= self.base.elapsed().as_nanos() as u64 {
+            // The lease had lapsed: callbacks were not waited for meanwhile.
+            self.memo.clear();
+        }
     }
 
     /// Tell the kernel to drop `items`; returns once it has. Answers that
@@ -157,6 +214,13 @@ impl KernelCache {
             return;
         }
         self.epoch.fetch_add(1, SeqCst);
+        for item in &items {
+            match item {
+                Invalidation::Inode { fid, .. } => self.memo.forget_inode(fid.ino()),
+                Invalidation::Entry { parent, name } => self.memo.forget_entry(parent.ino(), name),
+                Invalidation::All => self.memo.clear(),
+            }
+        }
         let me = self.clone();
         // A blocking write to /dev/fuse that may wait for page locks: never
         // on a fuser thread, never on a runtime worker.

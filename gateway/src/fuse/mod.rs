@@ -8,6 +8,7 @@ pub mod inodes;
 pub mod kernel_cache;
 pub mod locks;
 mod listing;
+mod memo;
 mod opens;
 
 pub use fs::{GatewayFs, MAX_REQUEST};

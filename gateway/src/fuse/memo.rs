@@ -1,0 +1,161 @@
+//! What the gateway handed its kernel, remembered, so that a re-validation
+//! is answered here instead of by the storage servers.
+//!
+//! An entry or attribute TTL given to the kernel never outlives the lease
+//! left when it is given (≤ one lease, 1 s by default), so a walk over more
+//! names than fit in a lease looks them all up again, a network round trip
+//! each, although the lease was renewed all along and nothing changed. What
+//! the servers answered stays true for as long as the lease is held and
+//! nothing about it is called back: the same rule that lets the kernel
+//! cache it. So the gateway keeps the entries and attributes it answered
+//! with, and answers the kernel's LOOKUP and GETATTR from them.
+//!
+//! What makes a remembered answer go:
+//! - a callback for it (an inode: its attributes; an entry: the name), or
+//!   one that drops everything (a server restarted);
+//! - a lease that lapsed (checked when it is renewed: while lapsed nothing
+//!   is served, and on renewal everything is forgotten, since callbacks
+//!   were not waited for meanwhile);
+//! - a change made through this gateway (servers do not call back the
+//!   gateway that asked): a write or setattr forgets its inode, a namespace
+//!   change what it touches, before it is sent and again once answered.
+//!
+//! Every forget moves an epoch, and an answer is remembered only if the
+//! epoch did not move while it was being fetched (it may predate the
+//! change).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use xlator::Attr;
+
+/// How many inodes or entries are remembered before starting over.
+const MAX_ITEMS: usize = 200_000;
+
+#[derive(Default)]
+struct Inner {
+    epoch: u64,
+    attrs: HashMap<u64, Attr>,
+    entries: HashMap<(u64, String), u64>,
+}
+
+/// The remembered answers (see the module doc).
+#[derive(Default)]
+pub struct Memo {
+    inner: Mutex<Inner>,
+}
+
+/// The memo's epoch when a request started.
+#[derive(Clone, Copy, Debug)]
+pub struct MemoTicket(u64);
+
+impl Memo {
+    pub fn ticket(&self) -> MemoTicket {
+        MemoTicket(self.inner.lock().unwrap().epoch)
+    }
+
+    /// The attributes remembered for inode `ino`.
+    pub fn attr(&self, ino: u64) -> Option<Attr> {
+        self.inner.lock().unwrap().attrs.get(&ino).cloned()
+    }
+
+    /// The attributes of what `name` in directory `parent` names.
+    pub fn entry(&self, parent: u64, name: &str) -> Option<Attr> {
+        let m = self.inner.lock().unwrap();
+        let ino = m.entries.get(&(parent, name.to_string()))?;
+        m.attrs.get(ino).cloned()
+    }
+
+    /// Remember `a`, fetched by a request that started with `t`.
+    pub fn store_attr(&self, t: MemoTicket, a: &Attr) {
+        let mut m = self.inner.lock().unwrap();
+        if m.epoch != t.0 {
+            return;
+        }
+        if m.attrs.len() >= MAX_ITEMS {
+            m.attrs.clear();
+            m.entries.clear();
+        }
+        m.attrs.insert(a.fid.ino(), a.clone());
+    }
+
+    /// Remember that `name` in `parent` is `a` (a lookup's answer).
+    pub fn store_entry(&self, t: MemoTicket, parent: u64, name: &str, a: &Attr) {
+        let mut m = self.inner.lock().unwrap();
+        if m.epoch != t.0 {
+            return;
+        }
+        if m.attrs.len() >= MAX_ITEMS || m.entries.len() >= MAX_ITEMS {
+            m.attrs.clear();
+            m.entries.clear();
+        }
+        m.attrs.insert(a.fid.ino(), a.clone());
+        m.entries.insert((parent, name.to_string()), a.fid.ino());
+    }
+
+    /// Inode `ino`'s attributes changed (or are changing).
+    pub fn forget_inode(&self, ino: u64) {
+        let mut m = self.inner.lock().unwrap();
+        m.epoch += 1;
+        m.attrs.remove(&ino);
+    }
+
+    /// `name` in `parent` changed (or is changing): the entry, and the
+    /// attributes of the inode it named (its nlink or ctime change too).
+    pub fn forget_entry(&self, parent: u64, name: &str) {
+        let mut m = self.inner.lock().unwrap();
+        m.epoch += 1;
+        if let Some(ino) = m.entries.remove(&(parent, name.to_string())) {
+            m.attrs.remove(&ino);
+        }
+        m.attrs.remove(&parent);
+    }
+
+    /// Everything.
+    pub fn clear(&self) {
+        let mut m = self.inner.lock().unwrap();
+        m.epoch += 1;
+        m.attrs.clear();
+        m.entries.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xlator::{FileId, FileKind, Timestamp};
+
+    fn attr(fid: u128, size: u64) -> Attr {
+        let t = Timestamp { secs: 0, nsecs: 0 };
+        Attr { fid: FileId(fid), kind: FileKind::File, size, blocks: 0, perm: 0o644, nlink: 1, uid: 0, gid: 0, rdev: 0, atime: t, mtime: t, ctime: t }
+    }
+
+    #[test]
+    fn an_answer_fetched_across_a_forget_is_not_remembered() {
+        let m = Memo::default();
+        let a = attr(5, 1);
+        let t = m.ticket();
+        m.forget_inode(a.fid.ino());
+        m.store_attr(t, &a);
+        assert!(m.attr(a.fid.ino()).is_none(), "fetched before the change: dropped");
+        let t = m.ticket();
+        m.store_entry(t, 1, "f", &a);
+        assert_eq!(m.entry(1, "f"), Some(a.clone()));
+        assert_eq!(m.attr(a.fid.ino()), Some(a.clone()));
+    }
+
+    #[test]
+    fn forgetting_an_entry_forgets_what_it_named_and_the_directory() {
+        let m = Memo::default();
+        let (dir, f) = (attr(1, 0), attr(7, 3));
+        let t = m.ticket();
+        m.store_attr(t, &dir);
+        m.store_entry(t, dir.fid.ino(), "f", &f);
+        m.forget_entry(dir.fid.ino(), "f");
+        assert!(m.entry(dir.fid.ino(), "f").is_none());
+        assert!(m.attr(f.fid.ino()).is_none() && m.attr(dir.fid.ino()).is_none());
+        let t = m.ticket();
+        m.store_entry(t, dir.fid.ino(), "f", &f);
+        m.clear();
+        assert!(m.entry(dir.fid.ino(), "f").is_none());
+    }
+}
