@@ -270,3 +270,36 @@ fn expired_entries_are_revalidated_by_the_gateway() {
     assert_eq!(std::fs::metadata(c.path_at(0, "d/f9")).unwrap().len(), 6);
     let _ = before.1;
 }
+
+/// An open does not hold the application up, and one closed within a few
+/// milliseconds (a small file read from the kernel's pages) never reaches
+/// the servers: its release cancels it. One held open longer is counted
+/// there, so the file outlives an unlink through another gateway.
+#[test]
+fn quick_opens_cost_the_servers_nothing() {
+    let c = ClusterSpec::new().gateways(2).start();
+    let (a, b) = (c.path_at(0, "f"), c.path_at(1, "f"));
+    std::fs::write(&a, b"small").unwrap();
+    assert_eq!(std::fs::read(&a).unwrap(), b"small");
+    let opens = || storage_sum(&c, "imca_storage_ops_total", "op=\"open\"");
+    let before = opens();
+    for _ in 0..20 {
+        assert_eq!(std::fs::read(&a).unwrap(), b"small");
+    }
+    let quick = opens();
+    assert!(quick - before <= 2.0, "{} opens reached the servers for 20 quick reads", quick - before);
+
+    // Held open past the delay: counted, so an unlink elsewhere leaves it readable.
+    let f = std::fs::File::open(&a).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while opens() <= quick {
+        assert!(std::time::Instant::now() < deadline, "the open of a file kept open never reached the servers");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::fs::remove_file(&b).unwrap();
+    // past the removal holds (two 1 s leases): only the open count keeps it
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let mut got = [0u8; 5];
+    f.read_exact_at(&mut got, 0).unwrap();
+    assert_eq!(&got, b"small");
+}
