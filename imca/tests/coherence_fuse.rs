@@ -17,22 +17,7 @@ use std::time::{Duration, SystemTime};
 /// A bank answer slower than this is a miss; generous, because this machine
 /// is small and shared and the hit tests must not see spurious misses.
 fn relax_timeout(c: &Cluster) {
-    let admin = c.gateways[0].admin_url().expect("the gateway serves its admin API");
-    let token = c.gateways[0].admin_token().expect("the harness gives --admin gateways a token");
-    let r = http::put_json(&format!("{admin}/api/v1/config"), &token, r#"{"timeout_ms": 1000, "block_size": 2048}"#);
-    assert!(r.starts_with("HTTP/1.1 200"), "setting timeout_ms failed: {r}");
-    // every gateway follows within a lease; wait for ours to show it
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let timeout_of = |body: String| -> Option<u64> {
-        let start = body.find('{')?;
-        let v: serde_json::Value = serde_json::from_str(body[start..].trim_end_matches(|c: char| c != '}')).ok()?;
-        v["timeout_ms"].as_u64().or_else(|| v["config"]["timeout_ms"].as_u64())
-    };
-    while timeout_of(common::http_get(&format!("{admin}/api/v1/config"))) != Some(1000) {
-        assert!(std::time::Instant::now() < deadline, "config change not visible");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(1500)); // one lease: other gateways too
+    c.set_volume_config(serde_json::json!({"timeout_ms": 1000, "block_size": 2048}));
 }
 
 /// `metric{label}` summed over every storage server.

@@ -490,6 +490,26 @@ impl Cluster {
         self.gateways[g].mount.join(rel)
     }
 
+    /// Change the volume config through gateway 0's admin API (every
+    /// gateway started with `--admin`) and wait until every gateway shows
+    /// each value of `body` (they follow within a lease).
+    pub fn set_volume_config(&self, body: serde_json::Value) {
+        let r: Result<serde_json::Value, _> = self.gateways[0].admin().send("PUT", "/api/v1/config", &body);
+        r.unwrap_or_else(|e| panic!("PUT /api/v1/config {body}: {e}"));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        for (i, g) in self.gateways.iter().enumerate() {
+            loop {
+                let now: serde_json::Value = g.admin().get("/api/v1/config").unwrap_or_default();
+                let shows = body.as_object().expect("a JSON object").iter().all(|(k, v)| now.get(k).or_else(|| now["config"].get(k)) == Some(v));
+                if shows {
+                    break;
+                }
+                assert!(std::time::Instant::now() < deadline, "gateway {i} does not show {body} after 10 s: {now}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+
     /// Every `/metrics` URL in the cluster.
     pub fn metrics_urls(&self) -> Vec<String> {
         self.storage
