@@ -578,7 +578,7 @@ impl Filesystem for GatewayFs {
         reply: ReplyEmpty,
     ) {
         let xl = self.xl.clone();
-        self.kc.xattrs_changing(ino.0);
+        self.kc.changing_xattrs(ino.0);
         let kc = self.kc.clone();
         let args = self.inodes.loc(ino.0).and_then(|l| Ok((l, name.to_str().ok_or(FsError::EILSEQ)?.to_string())));
         let value = value.to_vec();
@@ -586,7 +586,7 @@ impl Filesystem for GatewayFs {
         let work = async move {
             let (loc, name) = args?;
             let r = xl.setxattr(&loc, &name, &value, xflags).await;
-            kc.xattrs_changing(ino.0);
+            kc.changing_xattrs(ino.0);
             r
         };
         self.answer(reply, work, |r, ()| r.ok());
@@ -598,13 +598,13 @@ impl Filesystem for GatewayFs {
         if caps && self.kc.has_no_caps(ino.0) {
             return reply.error(Errno::from_i32(libc::ENODATA));
         }
-        let (xl, kc, t) = (self.xl.clone(), self.kc.clone(), self.kc.ticket());
+        let (xl, kc, t, m) = (self.xl.clone(), self.kc.clone(), self.kc.ticket(), self.kc.memo_ticket());
         let args = self.inodes.loc(ino.0).and_then(|l| Ok((l, name.to_str().ok_or(FsError::ENODATA)?.to_string())));
         let work = async move {
             let (loc, name) = args?;
             let r = xl.getxattr(&loc, &name).await;
             if caps && r == Err(FsError::ENODATA) {
-                kc.learned_no_caps(t, ino.0);
+                kc.learned_no_caps(t, m, ino.0);
             }
             r
         };
@@ -625,13 +625,13 @@ impl Filesystem for GatewayFs {
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let xl = self.xl.clone();
-        self.kc.xattrs_changing(ino.0);
+        self.kc.changing_xattrs(ino.0);
         let kc = self.kc.clone();
         let args = self.inodes.loc(ino.0).and_then(|l| Ok((l, name.to_str().ok_or(FsError::ENODATA)?.to_string())));
         let work = async move {
             let (loc, name) = args?;
             let r = xl.removexattr(&loc, &name).await;
-            kc.xattrs_changing(ino.0);
+            kc.changing_xattrs(ino.0);
             r
         };
         self.answer(reply, work, |r, ()| r.ok());

@@ -19,10 +19,9 @@
 use super::inodes::Inodes;
 use super::memo::{Memo, MemoTicket};
 use fuser::{INodeNo, Notifier};
-use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use wire::Invalidation;
 
@@ -50,14 +49,9 @@ pub struct KernelCache {
     /// bumped before every batch of invalidations reaches the kernel
     epoch: AtomicU64,
     notifier: OnceLock<Notifier>,
-    /// inodes known to have no `security.capability` (see `no_caps`)
-    no_caps: Mutex<HashSet<u64>>,
     /// what was answered, for re-validations (see `memo`)
     memo: Memo,
 }
-
-/// How many inodes the no-capability set remembers before starting over.
-const MAX_NO_CAPS: usize = 200_000;
 
 impl KernelCache {
     pub fn new(mode: Mode, servers: usize, inodes: Arc<Inodes>) -> KernelCache {
@@ -68,7 +62,6 @@ impl KernelCache {
             valid_until: (0..servers.max(1)).map(|_| AtomicU64::new(0)).collect(),
             epoch: AtomicU64::new(0),
             notifier: OnceLock::new(),
-            no_caps: Mutex::default(),
             memo: Memo::default(),
         }
     }
@@ -140,8 +133,16 @@ impl KernelCache {
     }
 
     /// Inode `ino` is being changed through this gateway (call before and
-    /// after: the servers do not call back the gateway that asked).
+    /// after: the servers do not call back the gateway that asked). Its
+    /// remembered attributes go, and the memo's epoch moves, so an answer
+    /// under way meanwhile is not remembered.
     pub fn changing_inode(&self, ino: u64) {
+        self.memo.forget_attrs(ino);
+    }
+
+    /// [`KernelCache::changing_inode`] for its xattrs: its remembered
+    /// capability goes too.
+    pub fn changing_xattrs(&self, ino: u64) {
         self.memo.forget_inode(ino);
     }
 
@@ -160,34 +161,15 @@ impl KernelCache {
     /// lease, and a change elsewhere is called back for the inode (set and
     /// remove xattr invalidate its attributes), which forgets it here.
     pub fn has_no_caps(&self, ino: u64) -> bool {
-        self.mode == Mode::On && !self.remaining().is_zero() && self.no_caps.lock().unwrap().contains(&ino)
+        self.memo_serves().is_some() && self.memo.no_caps(ino)
     }
 
     /// A server said inode `ino` has no capability, in answer to a request
-    /// that started with `t`: remember it if no invalidation came meanwhile.
-    pub fn learned_no_caps(&self, t: Ticket, ino: u64) {
-        if self.ttl(t).is_zero() {
-            return;
+    /// that started with `t` and `m`: remembered if nothing moved meanwhile.
+    pub fn learned_no_caps(&self, t: Ticket, m: MemoTicket, ino: u64) {
+        if !self.ttl(t).is_zero() {
+            self.memo.store_no_caps(m, ino);
         }
-        let mut set = self.no_caps.lock().unwrap();
-        if set.len() >= MAX_NO_CAPS {
-            set.clear();
-        }
-        set.insert(ino);
-    }
-
-    /// Inode `ino`'s xattrs changed (called back).
-    pub fn forget_caps(&self, ino: u64) {
-        self.no_caps.lock().unwrap().remove(&ino);
-    }
-
-    /// Inode `ino`'s xattrs are being changed through this gateway: call
-    /// before and after. The epoch moves too, so a capability lookup under
-    /// way meanwhile does not remember a "none" read before the change.
-    pub fn xattrs_changing(&self, ino: u64) {
-        self.epoch.fetch_add(1, SeqCst);
-        self.forget_caps(ino);
-        self.memo.forget_inode(ino);
     }
 
     /// How long every server's lease still runs.
@@ -233,7 +215,6 @@ impl KernelCache {
             match item {
                 Invalidation::Inode { fid, offset, len } => {
                     let ino = fid.ino();
-                    self.forget_caps(ino);
                     if self.inodes.knows(ino) {
                         quiet(n.inval_inode(INodeNo(ino), *offset, *len));
                     }
@@ -245,7 +226,6 @@ impl KernelCache {
                     }
                 }
                 Invalidation::All => {
-                    self.no_caps.lock().unwrap().clear();
                     for (ino, parent, name) in self.inodes.all_entries() {
                         quiet(n.inval_inode(INodeNo(ino), 0, 0));
                         if let Some(p) = parent {

@@ -24,7 +24,7 @@
 //! epoch did not move while it was being fetched (it may predate the
 //! change).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use xlator::Attr;
 
@@ -36,6 +36,8 @@ struct Inner {
     epoch: u64,
     attrs: HashMap<u64, Attr>,
     entries: HashMap<(u64, String), u64>,
+    /// inodes a server said have no `security.capability`
+    no_caps: HashSet<u64>,
 }
 
 /// The remembered answers (see the module doc).
@@ -65,6 +67,23 @@ impl Memo {
         m.attrs.get(ino).cloned()
     }
 
+    /// Whether inode `ino` is remembered to have no `security.capability`.
+    pub fn no_caps(&self, ino: u64) -> bool {
+        self.inner.lock().unwrap().no_caps.contains(&ino)
+    }
+
+    /// Remember that inode `ino` has no capability (a request started with `t`).
+    pub fn store_no_caps(&self, t: MemoTicket, ino: u64) {
+        let mut m = self.inner.lock().unwrap();
+        if m.epoch != t.0 {
+            return;
+        }
+        if m.no_caps.len() >= MAX_ITEMS {
+            m.no_caps.clear();
+        }
+        m.no_caps.insert(ino);
+    }
+
     /// Remember `a`, fetched by a request that started with `t`.
     pub fn store_attr(&self, t: MemoTicket, a: &Attr) {
         let mut m = self.inner.lock().unwrap();
@@ -92,11 +111,20 @@ impl Memo {
         m.entries.insert((parent, name.to_string()), a.fid.ino());
     }
 
-    /// Inode `ino`'s attributes changed (or are changing).
+    /// Inode `ino`'s attributes (not its xattrs) are changing: a write or
+    /// setattr through this gateway.
+    pub fn forget_attrs(&self, ino: u64) {
+        let mut m = self.inner.lock().unwrap();
+        m.epoch += 1;
+        m.attrs.remove(&ino);
+    }
+
+    /// Inode `ino` changed (or is changing): attributes and capability.
     pub fn forget_inode(&self, ino: u64) {
         let mut m = self.inner.lock().unwrap();
         m.epoch += 1;
         m.attrs.remove(&ino);
+        m.no_caps.remove(&ino);
     }
 
     /// `name` in `parent` changed (or is changing): the entry, and the
@@ -116,6 +144,7 @@ impl Memo {
         m.epoch += 1;
         m.attrs.clear();
         m.entries.clear();
+        m.no_caps.clear();
     }
 }
 
