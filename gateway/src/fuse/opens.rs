@@ -71,23 +71,18 @@ impl Opens {
     /// owed); an open not sent yet is cancelled. A handle opened
     /// synchronously was never recorded: it did.
     pub async fn landed(&self, fh: u64) -> bool {
-        let pending = self.pending.lock().unwrap().remove(&fh);
-        match pending {
-            None => true,
-            Some(p) => match {
-                let _ = p.cancel.send(());
-                p.task.await
-            } {
-                Ok(Ok(sent)) => sent,
-                Ok(Err(e)) => {
-                    tracing::debug!(fh, ?e, "background open failed; no release owed");
-                    false
-                }
-                Err(e) => {
-                    tracing::warn!(fh, %e, "background open task failed");
-                    false
-                }
-            },
+        let Some(p) = self.pending.lock().unwrap().remove(&fh) else { return true };
+        let _ = p.cancel.send(());
+        match p.task.await {
+            Ok(Ok(sent)) => sent,
+            Ok(Err(e)) => {
+                tracing::debug!(fh, ?e, "background open failed; no release owed");
+                false
+            }
+            Err(e) => {
+                tracing::warn!(fh, %e, "background open task failed");
+                false
+            }
         }
     }
 }
