@@ -117,6 +117,10 @@ pub fn run(a: &Args, system: &System) -> anyhow::Result<Outcome> {
         o.rows.push(vec![t as f64, size as f64 / (1u64 << 20) as f64, size as f64 / 1e6 / secs, secs, ps.mean, ps.stddev]);
     }
     progress.done();
+    if !a.keep {
+        std::fs::remove_file(&file)?;
+        let _ = std::fs::remove_dir(&dir);
+    }
     Ok(o)
 }
 

@@ -23,7 +23,9 @@ A target is NAME=DIR, optionally followed by ,cluster=FILE (the cluster.json
 `imca up` wrote) or ,admin=URL (a gateway's admin API) to read block size,
 nodes, placement and transport from IMCa, and ,block_size=…, ,nodes=…,
 ,placement=…, ,transport=… to state them for other mounts (GlusterFS, a
-local directory). The first target is the baseline every ratio is taken
+local directory). ,before=CMD runs CMD (sh -c; no commas) just before the
+target, so one mount can be several targets: e.g. `imca ctl cache-nodes rm
+ADDR` between `n4=/mnt,admin=URL` and `n2=/mnt,admin=URL,before=…`. The first target is the baseline every ratio is taken
 against (--baseline NAME to choose another): typically IMCa with no cache
 nodes. Targets run one after the other, B1 to B5 each (--only b1,b4 to pick),
 with each benchmark's defaults (--quick: the small sizes; --files, --records,
@@ -38,7 +40,7 @@ the targets up first (e.g. `imca up --cache-nodes 0|1|2|4`).";
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
-    /// NAME=DIR[,cluster=FILE|,admin=URL][,block_size=…][,nodes=…][,placement=…][,transport=…]
+    /// NAME=DIR[,cluster=FILE|,admin=URL][,block_size=…][,nodes=…][,placement=…][,transport=…][,before=CMD]
     #[arg(long = "target", required = true, value_name = "NAME=DIR[,…]")]
     pub targets: Vec<String>,
     /// Where the report, figures and data go.
@@ -82,6 +84,10 @@ pub struct Target {
     pub name: String,
     pub dir: PathBuf,
     pub system: SystemArgs,
+    /// A shell command run just before this target's benchmarks (e.g. `imca
+    /// ctl cache-nodes rm …`), so one mount can be several targets: the
+    /// same cluster with 4, 2, 1 and 0 cache nodes in one run.
+    pub before: Option<String>,
 }
 
 pub fn parse_target(s: &str) -> anyhow::Result<Target> {
@@ -95,6 +101,7 @@ pub fn parse_target(s: &str) -> anyhow::Result<Target> {
         bail!("target {name}: no directory");
     }
     let mut system = SystemArgs::default();
+    let mut before = None;
     for kv in parts {
         let (k, v) = kv.split_once('=').with_context(|| format!("target {name}: {kv:?} is not key=value"))?;
         match k {
@@ -104,10 +111,11 @@ pub fn parse_target(s: &str) -> anyhow::Result<Target> {
             "nodes" => system.nodes = Some(v.into()),
             "placement" => system.placement = Some(v.into()),
             "transport" => system.transport = Some(v.into()),
-            _ => bail!("target {name}: unknown key {k:?} (cluster, admin, block_size, nodes, placement, transport)"),
+            "before" => before = Some(v.into()),
+            _ => bail!("target {name}: unknown key {k:?} (cluster, admin, block_size, nodes, placement, transport, before)"),
         }
     }
-    Ok(Target { name: name.into(), dir, system })
+    Ok(Target { name: name.into(), dir, system, before })
 }
 
 const BENCHES: [&str; 5] = ["b1", "b2", "b3", "b4", "b5"];
@@ -145,6 +153,9 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
 
     let mut ran = Vec::new();
     for t in targets {
+        if let Some(cmd) = &t.before {
+            run_before(&t.name, cmd)?;
+        }
         // stated before the run: a wrong cluster file fails now, not after an hour
         let system = t.system.describe(&t.dir)?;
         let direct = !a.no_direct && records::direct_works(&t.dir);
@@ -210,6 +221,20 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     let report = a.out.join("report.md");
     std::fs::write(&report, markdown(a, &ran, &baseline, &only, &figures))?;
     println!("wrote {}", report.display());
+    Ok(())
+}
+
+/// A target's `before=` command, through `sh -c`; its failure ends the run
+/// (the target would not be what the report says it is).
+fn run_before(target: &str, cmd: &str) -> anyhow::Result<()> {
+    eprintln!("== target {target}: before: {cmd}");
+    let status = std::process::Command::new("sh")
+        .args(["-c", cmd])
+        .status()
+        .with_context(|| format!("target {target}: running its before= command"))?;
+    if !status.success() {
+        bail!("target {target}: before= command {cmd:?} failed ({status})");
+    }
     Ok(())
 }
 
@@ -332,5 +357,14 @@ mod tests {
         assert!(parse_target("../x=/x").is_err());
         assert!(parse_target("a=").is_err());
         assert!(parse_target("a=/x,colour=red").unwrap_err().to_string().contains("unknown key"));
+        let t = parse_target("n0=/mnt/x,admin=http://127.0.0.1:9470,before=imca ctl cache-nodes rm 10.0.0.1:11211").unwrap();
+        assert_eq!(t.before.as_deref(), Some("imca ctl cache-nodes rm 10.0.0.1:11211"));
+    }
+
+    #[test]
+    fn a_failing_before_command_ends_the_run() {
+        run_before("t", "true").unwrap();
+        let e = run_before("t", "exit 3").unwrap_err().to_string();
+        assert!(e.contains("before= command") && e.contains("failed"), "{e}");
     }
 }

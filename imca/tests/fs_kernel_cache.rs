@@ -292,3 +292,41 @@ fn quick_opens_cost_the_servers_nothing() {
     f.read_exact_at(&mut got, 0).unwrap();
     assert_eq!(&got, b"small");
 }
+
+/// An untar asks LOOKUP before every create: in a directory made through
+/// this gateway, the gateway knows every name and answers it (a file just
+/// made also needs no capability check before its first write). A name
+/// another gateway adds there is still seen at once, and a name this
+/// gateway's create finds taken elsewhere is not hidden.
+#[test]
+fn names_in_a_directory_made_here_are_known_without_asking() {
+    let c = ClusterSpec::new().gateways(2).start();
+    std::fs::create_dir(c.path_at(0, "d")).unwrap();
+    let lookups = || storage_sum(&c, "imca_storage_ops_total", "op=\"lookup\"");
+    let caps = || storage_sum(&c, "imca_storage_ops_total", "op=\"getxattr\"");
+    let (l0, x0) = (lookups(), caps());
+    for i in 0..50 {
+        std::fs::write(c.path_at(0, &format!("d/f{i}")), format!("{i}")).unwrap();
+    }
+    std::fs::create_dir(c.path_at(0, "d/sub")).unwrap();
+    std::fs::write(c.path_at(0, "d/sub/g"), b"g").unwrap();
+    let (asked, capped) = (lookups() - l0, caps() - x0);
+    assert!(asked <= 5.0, "{asked} lookups reached the servers for 52 new names");
+    assert!(capped <= 5.0, "{capped} capability checks reached the servers for 51 new files");
+    assert!(std::fs::metadata(c.path_at(0, "d/nothing")).is_err());
+
+    // Another gateway adds names: seen through this one at once.
+    std::fs::write(c.path_at(1, "d/other"), b"o").unwrap();
+    assert_eq!(std::fs::read(c.path_at(0, "d/other")).unwrap(), b"o");
+    std::fs::create_dir(c.path_at(1, "d/sub/odir")).unwrap();
+    assert!(std::fs::metadata(c.path_at(0, "d/sub/odir")).unwrap().is_dir());
+    // ... also when it races a create here: O_EXCL fails, a plain create opens it
+    std::fs::create_dir(c.path_at(0, "e")).unwrap();
+    std::fs::write(c.path_at(1, "e/x"), b"theirs").unwrap();
+    let err = std::fs::OpenOptions::new().write(true).create_new(true).open(c.path_at(0, "e/x")).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+    assert_eq!(std::fs::read(c.path_at(0, "e/x")).unwrap(), b"theirs");
+    for i in 0..50 {
+        assert_eq!(std::fs::read(c.path_at(1, &format!("d/f{i}"))).unwrap(), format!("{i}").as_bytes());
+    }
+}

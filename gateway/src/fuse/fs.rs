@@ -118,12 +118,12 @@ struct Changing {
 impl Changing {
     /// The change was answered with the new entry `name`: remembered, as
     /// a lookup's answer would be (it is the servers' state after it).
-    fn after(self, name: &str, r: FsResult<Attr>) -> FsResult<Attr> {
-        self.kc.changing_inode(self.ino);
-        if let Ok(a) = &r {
-            let m = self.kc.memo_ticket();
-            self.kc.remember_entry(self.t, m, self.ino, name, a);
-        }
+    /// `made` is the id the request drew for a new object: an answer with
+    /// it is that object, new (an answer with another id is one that
+    /// existed, e.g. a create racing another gateway's).
+    fn after(self, name: &str, made: Option<FileId>, r: FsResult<Attr>) -> FsResult<Attr> {
+        let a = r.as_ref().ok();
+        self.kc.added(self.t, self.ino, name, a, a.is_some_and(|a| Some(a.fid) == made));
         r
     }
 }
@@ -187,6 +187,10 @@ impl Filesystem for GatewayFs {
             if let Some((a, ttl)) = self.kc.memo_entry(parent.0, n) {
                 self.inodes.remember(ploc, n, a.fid);
                 return reply.entry(&ttl, &convert::attr(&a), Generation(0));
+            }
+            // The lookup before every create in a directory made here.
+            if self.kc.memo_absent(parent.0, n) {
+                return reply.error(Errno::ENOENT);
             }
         }
         let (kc, m) = (self.kc.clone(), self.kc.memo_ticket());
@@ -265,14 +269,14 @@ impl Filesystem for GatewayFs {
             .map(|(p, n)| (p, n.to_string(), new_file(n, mode & !umask, owner(req), true)));
         // Regular files too: one round trip, nothing left open.
         let kc = self.changing_dir(parent);
-        self.entry(reply, args, move |xl, p, _, new| async move { kc.after(&new.name, xl.mknod(&p, &new, mode, rdev).await) });
+        self.entry(reply, args, move |xl, p, _, new| async move { kc.after(&new.name, Some(new.fid), xl.mknod(&p, &new, mode, rdev).await) });
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
         let args = parent_and_name(&self.inodes, parent, name)
             .map(|(p, n)| (p, n.to_string(), new_file(n, mode & !umask, owner(req), true)));
         let kc = self.changing_dir(parent);
-        self.entry(reply, args, |xl, p, _, new| async move { kc.after(&new.name, xl.mkdir(&p, &new).await) });
+        self.entry(reply, args, |xl, p, _, new| async move { kc.after(&new.name, Some(new.fid), xl.mkdir(&p, &new).await) });
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -313,7 +317,7 @@ impl Filesystem for GatewayFs {
             Ok((p, n.to_string(), (new_file(n, 0o777, owner(req), true), target)))
         });
         let kc = self.changing_dir(parent);
-        self.entry(reply, args, |xl, p, _, (new, target)| async move { kc.after(&new.name, xl.symlink(&p, &new, &target).await) });
+        self.entry(reply, args, |xl, p, _, (new, target)| async move { kc.after(&new.name, Some(new.fid), xl.symlink(&p, &new, &target).await) });
     }
 
     fn rename(
@@ -369,7 +373,7 @@ impl Filesystem for GatewayFs {
         self.entry(reply, args, move |xl, np, nn, loc| async move {
             let r = xl.link(&loc, &np, &nn).await;
             k2.changing_inode(ino.0);
-            kc.after(&nn, r)
+            kc.after(&nn, None, r)
         });
     }
 
@@ -650,7 +654,7 @@ impl Filesystem for GatewayFs {
         let changing = self.changing_dir(parent);
         let work = async move {
             let (ploc, new) = args?;
-            let attr = changing.after(&new.name, xl.create(&ploc, &new, flags).await)?;
+            let attr = changing.after(&new.name, Some(new.fid), xl.create(&ploc, &new, flags).await)?;
             inodes.remember(&ploc, &new.name, attr.fid);
             Ok(attr)
         };

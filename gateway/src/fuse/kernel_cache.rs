@@ -132,6 +132,29 @@ impl KernelCache {
         }
     }
 
+    /// Whether `name` is known not to exist in `parent` (a directory made
+    /// through this gateway that holds only names remembered; see `memo`).
+    pub fn memo_absent(&self, parent: u64, name: &str) -> bool {
+        self.memo_serves().is_some() && self.memo.absent(parent, name)
+    }
+
+    /// Name `name` was added to directory `parent` through this gateway by
+    /// a request that started with `t`, answered `a` (None: it failed);
+    /// `new` when `a` is the object that request created.
+    pub fn added(&self, t: Ticket, parent: u64, name: &str, a: Option<&xlator::Attr>, new: bool) {
+        self.changing_inode(parent);
+        // taken before the lease check: a callback between the two voids it
+        let m = self.memo.ticket();
+        let stored = match a {
+            Some(a) if !self.ttl(t).is_zero() && new => self.memo.store_created(m, parent, name, a),
+            Some(a) if !self.ttl(t).is_zero() => self.memo.store_entry(m, parent, name, a),
+            _ => false,
+        };
+        if !stored {
+            self.memo.incomplete(parent);
+        }
+    }
+
     /// Inode `ino` is being changed through this gateway (call before and
     /// after: the servers do not call back the gateway that asked). Its
     /// remembered attributes go, and the memo's epoch moves, so an answer

@@ -23,6 +23,15 @@
 //! Every forget moves an epoch, and an answer is remembered only if the
 //! epoch did not move while it was being fetched (it may predate the
 //! change).
+//!
+//! A directory this gateway made is *complete* while nothing about it was
+//! called back: every name in it was created here and is remembered, so a
+//! name not remembered does not exist and its LOOKUP (the one before every
+//! create: an untar asks it for each entry) is answered ENOENT here. Another
+//! gateway's create in it calls back the directory's attributes before it
+//! is acknowledged, which ends the completeness, as does anything that
+//! forgets one of its names, and a create here whose answer could not be
+//! remembered.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -38,6 +47,18 @@ struct Inner {
     entries: HashMap<(u64, String), u64>,
     /// inodes a server said have no `security.capability`
     no_caps: HashSet<u64>,
+    /// directories whose every name is in `entries` (see the module doc)
+    complete: HashSet<u64>,
+}
+
+impl Inner {
+    fn make_room(&mut self) {
+        if self.attrs.len() >= MAX_ITEMS || self.entries.len() >= MAX_ITEMS || self.complete.len() >= MAX_ITEMS {
+            self.attrs.clear();
+            self.entries.clear();
+            self.complete.clear();
+        }
+    }
 }
 
 /// The remembered answers (see the module doc).
@@ -67,6 +88,13 @@ impl Memo {
         m.attrs.get(ino).cloned()
     }
 
+    /// Whether `name` is known not to exist in directory `parent` (it is
+    /// complete and does not hold the name).
+    pub fn absent(&self, parent: u64, name: &str) -> bool {
+        let m = self.inner.lock().unwrap();
+        m.complete.contains(&parent) && !m.entries.contains_key(&(parent, name.to_string()))
+    }
+
     /// Whether inode `ino` is remembered to have no `security.capability`.
     pub fn no_caps(&self, ino: u64) -> bool {
         self.inner.lock().unwrap().no_caps.contains(&ino)
@@ -90,25 +118,53 @@ impl Memo {
         if m.epoch != t.0 {
             return;
         }
-        if m.attrs.len() >= MAX_ITEMS {
-            m.attrs.clear();
-            m.entries.clear();
-        }
+        m.make_room();
         m.attrs.insert(a.fid.ino(), a.clone());
     }
 
-    /// Remember that `name` in `parent` is `a` (a lookup's answer).
-    pub fn store_entry(&self, t: MemoTicket, parent: u64, name: &str, a: &Attr) {
+    /// Remember that `name` in `parent` is `a` (a lookup's answer);
+    /// false if it may be stale (the epoch moved since `t`).
+    pub fn store_entry(&self, t: MemoTicket, parent: u64, name: &str, a: &Attr) -> bool {
         let mut m = self.inner.lock().unwrap();
         if m.epoch != t.0 {
-            return;
+            return false;
         }
-        if m.attrs.len() >= MAX_ITEMS || m.entries.len() >= MAX_ITEMS {
-            m.attrs.clear();
-            m.entries.clear();
-        }
+        m.make_room();
         m.attrs.insert(a.fid.ino(), a.clone());
         m.entries.insert((parent, name.to_string()), a.fid.ino());
+        true
+    }
+
+    /// Remember what a create through this gateway answered: `name` in
+    /// `parent` is `a`, which is new (a directory: empty, so complete; a
+    /// file: without capability). Returns false, and `parent` is no longer
+    /// complete, when the answer may be stale (the epoch moved since `t`).
+    pub fn store_created(&self, t: MemoTicket, parent: u64, name: &str, a: &Attr) -> bool {
+        let mut m = self.inner.lock().unwrap();
+        if m.epoch != t.0 {
+            m.complete.remove(&parent);
+            return false;
+        }
+        m.make_room();
+        let ino = a.fid.ino();
+        m.attrs.insert(ino, a.clone());
+        m.entries.insert((parent, name.to_string()), ino);
+        match a.kind {
+            xlator::FileKind::Dir => {
+                m.complete.insert(ino);
+            },
+            xlator::FileKind::File => {
+                m.no_caps.insert(ino);
+            },
+            _ => {},
+        }
+        true
+    }
+
+    /// A change in directory `parent` through this gateway failed or was
+    /// not remembered: it may hold a name the memo does not.
+    pub fn incomplete(&self, parent: u64) {
+        self.inner.lock().unwrap().complete.remove(&parent);
     }
 
     /// Inode `ino`'s attributes (not its xattrs) are changing: a write or
@@ -125,6 +181,8 @@ impl Memo {
         m.epoch += 1;
         m.attrs.remove(&ino);
         m.no_caps.remove(&ino);
+        // a directory's attributes are called back when a name is added
+        m.complete.remove(&ino);
     }
 
     /// `name` in `parent` changed (or is changing): the entry, and the
@@ -136,6 +194,7 @@ impl Memo {
             m.attrs.remove(&ino);
         }
         m.attrs.remove(&parent);
+        m.complete.remove(&parent);
     }
 
     /// Everything.
@@ -145,6 +204,7 @@ impl Memo {
         m.attrs.clear();
         m.entries.clear();
         m.no_caps.clear();
+        m.complete.clear();
     }
 }
 
@@ -167,7 +227,7 @@ mod tests {
         m.store_attr(t, &a);
         assert!(m.attr(a.fid.ino()).is_none(), "fetched before the change: dropped");
         let t = m.ticket();
-        m.store_entry(t, 1, "f", &a);
+        assert!(m.store_entry(t, 1, "f", &a));
         assert_eq!(m.entry(1, "f"), Some(a.clone()));
         assert_eq!(m.attr(a.fid.ino()), Some(a.clone()));
     }
@@ -178,13 +238,65 @@ mod tests {
         let (dir, f) = (attr(1, 0), attr(7, 3));
         let t = m.ticket();
         m.store_attr(t, &dir);
-        m.store_entry(t, dir.fid.ino(), "f", &f);
+        assert!(m.store_entry(t, dir.fid.ino(), "f", &f));
         m.forget_entry(dir.fid.ino(), "f");
         assert!(m.entry(dir.fid.ino(), "f").is_none());
         assert!(m.attr(f.fid.ino()).is_none() && m.attr(dir.fid.ino()).is_none());
         let t = m.ticket();
-        m.store_entry(t, dir.fid.ino(), "f", &f);
+        assert!(m.store_entry(t, dir.fid.ino(), "f", &f));
         m.clear();
         assert!(m.entry(dir.fid.ino(), "f").is_none());
+    }
+
+    fn dir(fid: u128) -> Attr {
+        Attr { kind: FileKind::Dir, ..attr(fid, 0) }
+    }
+
+    #[test]
+    fn a_directory_made_here_knows_which_names_it_lacks() {
+        let m = Memo::default();
+        let (root, d, f) = (1, dir(9), attr(10, 0));
+        assert!(!m.absent(root, "x"), "nothing is known of a directory not made here");
+        assert!(m.store_created(m.ticket(), root, "d", &d));
+        let d = d.fid.ino();
+        assert!(m.absent(d, "f") && !m.absent(root, "d"));
+        assert!(m.store_created(m.ticket(), d, "f", &f));
+        assert!(!m.absent(d, "f") && m.absent(d, "g"));
+        assert!(m.no_caps(f.fid.ino()), "a file just made has no capability");
+        m.forget_attrs(f.fid.ino());
+        assert!(m.absent(d, "g"), "a write to a file keeps its directory's names");
+    }
+
+    #[test]
+    fn completeness_ends_with_anything_that_may_add_a_name() {
+        let m = Memo::default();
+        let fresh = |name: &str| {
+            let d = dir(20 + name.len() as u128);
+            m.clear();
+            assert!(m.store_created(m.ticket(), 1, name, &d));
+            d.fid.ino()
+        };
+        // another gateway's create calls back the directory's attributes
+        let d = fresh("a");
+        m.forget_inode(d);
+        assert!(!m.absent(d, "x"));
+        // a name of it called back
+        let d = fresh("bb");
+        m.forget_entry(d, "y");
+        assert!(!m.absent(d, "x"));
+        // a create here whose answer came across a forget: the name exists, unremembered
+        let d = fresh("ccc");
+        let t = m.ticket();
+        m.forget_attrs(99);
+        assert!(!m.store_created(t, d, "x", &attr(30, 0)));
+        assert!(!m.absent(d, "x"));
+        // a failed change here
+        let d = fresh("dddd");
+        m.incomplete(d);
+        assert!(!m.absent(d, "x"));
+        // everything
+        let d = fresh("eeeee");
+        m.clear();
+        assert!(!m.absent(d, "x"));
     }
 }

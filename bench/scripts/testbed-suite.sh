@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# B1–B5 on the testbed (issue 15, part 4): for each disk speed, one `bench/testbed`
+# (2 storage servers on throttled loop disks, 4 cache nodes, the gateway; each in its own
+# network namespace) and ONE `imca bench suite --cold` run against it as four targets:
+# 4, 2, 1 and 0 cache nodes (nodes are removed with `imca ctl cache-nodes rm` between
+# targets), every ratio against the 0-node target of the same run. Writes, per speed,
+# OUT/<speed>/report.md with figures and the dissertation's numbers beside ours.
+#
+# usage (root): cargo build --release -p imca
+#               bench/scripts/testbed-suite.sh [target/release/imca] [OUT]
+# knobs: KERNEL_CACHE ("off": every request reaches the gateway, as in the dissertation's
+#        design, so the bank is what is measured; "on", the default of `imca mount`, or both),
+#        SPEEDS ("slow=200:50M fast=2000:400M": NAME=IOPS:BYTES/s read bound per disk),
+#        SUITE_ARGS (default "--quick"; e.g. "--files 16384 --records 512"),
+#        ONLY (e.g. "b1,b2"), TESTBED_ARGS (more bench/testbed options, e.g. "--delay 100us")
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BIN=$(realpath "${1:-$ROOT/target/release/imca}")
+OUT=$(realpath -m "${2:-$ROOT/target/testbed-suite}")
+SPEEDS=${SPEEDS:-"slow=200:50M fast=2000:400M"}
+SUITE_ARGS=${SUITE_ARGS:---quick}
+ONLY=${ONLY:-}
+KERNEL_CACHE=${KERNEL_CACHE:-off}
+TESTBED_ARGS=${TESTBED_ARGS:-}
+DIR=/var/tmp/imca-testbed
+NET=10.213.77
+BED=""
+stop_bed() {
+    [ -n "$BED" ] || return 0
+    kill -TERM "$BED" 2>/dev/null || true
+    wait "$BED" 2>/dev/null || true
+    BED=""
+}
+trap stop_bed EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+mkdir -p "$OUT"
+for kc in $KERNEL_CACHE; do
+for speed in $SPEEDS; do
+    name=${speed%%=*}-kc$kc bound=${speed#*=}
+    iops=${bound%%:*} bps=${bound#*:}
+    echo "== $name: disks $iops read IOPS, $bps/s per server; kernel cache $kc"
+    rm -f "$DIR/testbed.json"
+    # shellcheck disable=SC2086
+    "$ROOT/bench/testbed" --imca "$BIN" --dir "$DIR" --storage 2 --cache 4 --iops "$iops" --bps "$bps" \
+        --image-mb 1024 --cache-mb 256 --kernel-cache "$kc" $TESTBED_ARGS >"$OUT/$name.testbed.out" 2>&1 &
+    BED=$!
+    until [ -f "$DIR/testbed.json" ]; do
+        kill -0 "$BED" 2>/dev/null || { cat "$OUT/$name.testbed.out" >&2; exit 1; }
+        sleep 0.2
+    done
+    cat "$OUT/$name.testbed.out"
+    MNT=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["mount"])' "$DIR/testbed.json")
+    ADMIN=http://127.0.0.1:9470
+    CTL="$BIN ctl --admin $ADMIN --token-file $DIR/admin.token"
+    rm_nodes() { local cmd="" n; for n in "$@"; do cmd+="${cmd:+ && }$CTL cache-nodes rm $NET.$n:11211 >/dev/null"; done; echo "$cmd"; }
+    # shellcheck disable=SC2086
+    nsenter --net=/run/netns/imcatb-g "$BIN" bench suite --cold $SUITE_ARGS ${ONLY:+--only $ONLY} --baseline n0 --out "$OUT/$name" \
+        --target "n4=$MNT,admin=$ADMIN" \
+        --target "n2=$MNT,admin=$ADMIN,before=$(rm_nodes 63 62)" \
+        --target "n1=$MNT,admin=$ADMIN,before=$(rm_nodes 61)" \
+        --target "n0=$MNT,admin=$ADMIN,before=$(rm_nodes 60)" 2>&1 | tee "$OUT/$name.suite.log"
+    cp "$DIR/testbed.json" "$OUT/$name/testbed.json"
+    stop_bed
+    echo "report: $OUT/$name/report.md"
+done
+done
