@@ -25,15 +25,24 @@
 //! * Locks: every getlk/setlk of a file goes to its *ordering server*
 //!   ([`layout::ordering_server`]), whose lock table alone decides.
 //! * Errors: if any server fails, the operation fails (EIO preferred: it says a
-//!   server is unreachable). Removals and renames that fail half-way are
-//!   logged; there is no self-heal (yet). A write is the exception: it
-//!   answers the contiguous prefix that landed and cuts back what landed
-//!   past it ([`write`]), so a full server leaves no zero-filled units.
+//!   server is unreachable). A write is the exception: it answers the
+//!   contiguous prefix that landed and cuts back what landed past it
+//!   ([`write`]), so a full server leaves no zero-filled units.
+//! * Repair: a removal or rename that fails half-way (a follower crashed)
+//!   leaves server 0 holding the outcome; a lookup that finds a follower
+//!   disagreeing repairs that follower ([`heal`]), and the walk ([`walk`],
+//!   started by setting [`HEAL_XATTR`]) repairs a whole tree. A follower's
+//!   step of an operation accepts what a heal already did (`settle`).
 
+mod heal;
 mod kinds;
 pub mod layout;
 pub mod merge;
+mod walk;
 mod write;
+
+pub use heal::HealReport;
+pub use walk::{HEAL_XATTR, MAX_PASSES};
 
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
@@ -60,6 +69,7 @@ pub struct Stripe {
     subvols: Vec<Next>,
     unit: u64,
     dirs: kinds::DirIds,
+    moves: heal::Moves,
 }
 
 /// How many directory ids stripe remembers.
@@ -73,7 +83,7 @@ impl Stripe {
         if unit < 4096 || !unit.is_power_of_two() {
             return Err(StripeError::BadUnit(unit));
         }
-        Ok(Stripe { subvols, unit, dirs: kinds::DirIds::new(DIR_IDS) })
+        Ok(Stripe { subvols, unit, dirs: kinds::DirIds::new(DIR_IDS), moves: heal::Moves::new() })
     }
 
     pub fn unit(&self) -> u64 {
@@ -109,6 +119,7 @@ impl Stripe {
     /// Server 0 created `name`; the others answered `rest`. On any failure,
     /// undo the creations that succeeded and report the failure.
     async fn finish_create(&self, parent: &Loc, name: &str, dir: bool, first: Attr, rest: Vec<FsResult<Attr>>) -> FsResult<Attr> {
+        let rest = self.settle(parent, name, first.fid, rest).await;
         if rest.iter().all(|r| r.is_ok()) {
             let mut all = vec![first];
             all.extend(rest.into_iter().map(|r| r.unwrap_or_else(|_| unreachable!())));
@@ -125,6 +136,43 @@ impl Stripe {
             }
         }
         Err(err)
+    }
+
+    /// A follower's step of an operation server 0 applied may find it
+    /// already done by a heal (of any gateway) that met the name in
+    /// between: a create finding the same id under the name succeeded.
+    async fn settle(&self, parent: &Loc, name: &str, fid: FileId, rest: Vec<FsResult<Attr>>) -> Vec<FsResult<Attr>> {
+        join_all(self.rest().iter().zip(rest).map(|(s, r)| async move {
+            match r {
+                Err(FsError::EEXIST) => match s.lookup(parent, name).await {
+                    Ok(a) if a.fid == fid => Ok(a),
+                    _ => Err(FsError::EEXIST),
+                },
+                r => r,
+            }
+        }))
+        .await
+    }
+
+    /// A rename a follower cannot find the source of is done when the
+    /// target already holds the moved id (a heal moved or linked it).
+    async fn settle_rename(
+        &self,
+        newparent: &Loc,
+        newname: &str,
+        moved: FileId,
+        rest: Vec<FsResult<Renamed>>,
+    ) -> Vec<FsResult<Renamed>> {
+        join_all(self.rest().iter().zip(rest).map(|(s, r)| async move {
+            match r {
+                Err(FsError::ENOENT) => match s.lookup(newparent, newname).await {
+                    Ok(a) if a.fid == moved => Ok(Renamed { moved, replaced: None }),
+                    _ => Err(FsError::ENOENT),
+                },
+                r => r,
+            }
+        }))
+        .await
     }
 
     fn log_partial(&self, op: &str, path: &str, results: &[FsResult<impl Sized>]) {
@@ -146,7 +194,12 @@ impl Translator for Stripe {
         // costs one round trip, not two; a directory's extra answers are
         // dropped. A server that answered for another id (a race with a
         // rename or re-create) is asked again by server 0's id.
+        // Answers that disagree (a server missed a step) are repaired
+        // before the answer is given: server 0's wins.
         let mut all = self.on_all(|s| s.lookup(parent, name)).await;
+        if heal::disagree(&all) {
+            self.heal_name(parent, name, &all[1..]).await;
+        }
         let first = all.remove(0)?;
         self.dirs.note(&first);
         if first.kind != FileKind::File || self.subvols.len() == 1 {
@@ -240,15 +293,15 @@ impl Translator for Stripe {
 
     async fn unlink(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
         let first = self.first().unlink(parent, name).await?;
-        let rest = self.on_rest(|s| s.unlink(parent, name)).await;
+        let rest = gone_is_done(self.on_rest(|s| s.unlink(parent, name)).await);
         self.log_partial("unlink", &parent.child(name).path, &rest);
         let rest = all_ok(rest)?;
-        merge_removed(first, rest)
+        merge_removed(first, rest.into_iter().flatten().collect())
     }
 
     async fn rmdir(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
         let first = self.first().rmdir(parent, name).await?;
-        let rest = self.on_rest(|s| s.rmdir(parent, name)).await;
+        let rest = gone_is_done(self.on_rest(|s| s.rmdir(parent, name)).await);
         self.log_partial("rmdir", &parent.child(name).path, &rest);
         all_ok(rest)?;
         Ok(first)
@@ -257,6 +310,7 @@ impl Translator for Stripe {
     async fn rename(&self, parent: &Loc, name: &str, newparent: &Loc, newname: &str, flags: RenameFlags) -> FsResult<Renamed> {
         let first = self.first().rename(parent, name, newparent, newname, flags).await?;
         let rest = self.on_rest(|s| s.rename(parent, name, newparent, newname, flags)).await;
+        let rest = self.settle_rename(newparent, newname, first.moved, rest).await;
         self.log_partial("rename", &parent.child(name).path, &rest);
         let rest = all_ok(rest)?;
         let replaced = match first.replaced {
@@ -353,6 +407,11 @@ impl Translator for Stripe {
     }
 
     async fn setxattr(&self, loc: &Loc, name: &str, value: &[u8], flags: XattrFlags) -> FsResult<()> {
+        if name == HEAL_XATTR {
+            // Not stored: the walk's outcome. EAGAIN: something is left.
+            let r = self.heal_tree(loc).await;
+            return if r.left == 0 { Ok(()) } else { Err(FsError(libc::EAGAIN)) };
+        }
         all_ok(self.on_all(|s| s.setxattr(loc, name, value, flags)).await).map(drop)
     }
 
@@ -375,6 +434,18 @@ impl Translator for Stripe {
     async fn setlk(&self, loc: &Loc, lock: &Lock, wait: bool) -> FsResult<()> {
         self.orderer(loc).setlk(loc, lock, wait).await
     }
+}
+
+/// A follower's removal that finds the name gone did what server 0 did (a
+/// heal removed it first).
+fn gone_is_done<T>(rest: Vec<FsResult<T>>) -> Vec<FsResult<Option<T>>> {
+    rest.into_iter()
+        .map(|r| match r {
+            Ok(x) => Ok(Some(x)),
+            Err(FsError::ENOENT) => Ok(None),
+            Err(e) => Err(e),
+        })
+        .collect()
 }
 
 /// A removed file that keeps other links has merged remaining attributes.

@@ -1,0 +1,137 @@
+//! A follower that missed a namespace step (simulated by applying the step
+//! to server 0 alone, as a crash between servers leaves it) is made to
+//! agree with server 0 by a lookup or the heal walk, and keeps its stripe
+//! units of files server 0 still has.
+
+use std::collections::BTreeMap;
+use stripe::Stripe;
+use xlator::*;
+
+const UNIT: u64 = stripe::DEFAULT_STRIPE_UNIT;
+
+fn nf(name: &str, id: u128) -> NewFile {
+    NewFile { name: name.into(), fid: FileId::from_random(id), perm: 0o644, owner: Owner::default(), exclusive: true }
+}
+
+fn two() -> (Next, Next, Stripe) {
+    let (m0, m1): (Next, Next) = (memory::memory(), memory::memory());
+    let s = Stripe::new(vec![m0.clone(), m1.clone()], UNIT).unwrap();
+    (m0, m1, s)
+}
+
+/// Every path under `dir` on one server: its kind and id.
+async fn tree(s: &Next, dir: Loc, out: &mut BTreeMap<String, (FileKind, FileId)>) {
+    let mut cookie = 0;
+    loop {
+        let page = s.readdir(&dir, cookie, 256, false).await.unwrap();
+        let Some(last) = page.last() else { break };
+        cookie = last.next;
+        for e in page {
+            let at = Loc { path: dir.child(&e.name).path, fid: Some(e.fid) };
+            out.insert(at.path.clone(), (e.kind, e.fid));
+            if e.kind == FileKind::Dir {
+                Box::pin(tree(s, at, out)).await;
+            }
+        }
+    }
+}
+
+async fn assert_agree(m0: &Next, m1: &Next) {
+    let (mut a, mut b) = (BTreeMap::new(), BTreeMap::new());
+    tree(m0, Loc::root(), &mut a).await;
+    tree(m1, Loc::root(), &mut b).await;
+    assert_eq!(a, b, "server 0 and the follower hold the same names, kinds and ids");
+}
+
+/// Two stripe units: the follower holds the second.
+fn data() -> Data {
+    Data::from((0..2 * UNIT as usize).map(|i| (i % 251) as u8).collect::<Vec<_>>())
+}
+
+async fn file_with_data(s: &Stripe, dir: &Loc, name: &str, id: u128) -> Attr {
+    let a = s.create(dir, &nf(name, id), libc::O_RDWR).await.unwrap();
+    let at = Loc { path: dir.child(name).path, fid: Some(a.fid) };
+    s.write(&at, 0, data()).await.unwrap();
+    s.release(&at).await.unwrap();
+    a
+}
+
+#[tokio::test]
+async fn a_lookup_repairs_the_name_it_meets() {
+    let (m0, m1, s) = two();
+    let root = Loc::root();
+    // A create that reached server 0 only: the follower gets it, same id.
+    let d = m0.mkdir(&root, &nf("d", 1)).await.unwrap();
+    let f = m0.create(&root, &nf("f", 2), libc::O_RDWR).await.unwrap();
+    // An unlink that reached server 0 only.
+    s.create(&root, &nf("gone", 3), libc::O_RDWR).await.unwrap();
+    m0.unlink(&root, "gone").await.unwrap();
+    // The follower holds a name with another id.
+    s.mkdir(&root, &nf("w", 4)).await.unwrap();
+    m1.rmdir(&root, "w").await.unwrap();
+    m1.create(&root, &nf("w", 5), libc::O_RDWR).await.unwrap();
+
+    assert_eq!(s.lookup(&root, "d").await.unwrap().fid, d.fid);
+    assert_eq!(s.lookup(&root, "f").await.unwrap().fid, f.fid);
+    assert_eq!(s.lookup(&root, "gone").await.unwrap_err(), FsError::ENOENT);
+    assert_eq!(s.lookup(&root, "w").await.unwrap().kind, FileKind::Dir);
+    assert_agree(&m0, &m1).await;
+    // ...and a later create of the removed name works on both.
+    s.create(&root, &nf("gone", 6), libc::O_RDWR).await.unwrap();
+    assert_agree(&m0, &m1).await;
+}
+
+#[tokio::test]
+async fn a_missed_rename_keeps_the_followers_units() {
+    let (m0, m1, s) = two();
+    let root = Loc::root();
+    let a = file_with_data(&s, &root, "old", 10).await;
+    m0.rename(&root, "old", &root, "new", RenameFlags::default()).await.unwrap();
+    // The follower's only name is stale: it is not removed before the id
+    // has its new name there.
+    assert_eq!(s.lookup(&root, "old").await.unwrap_err(), FsError::ENOENT);
+    assert!(m1.lookup(&root, "old").await.is_ok(), "the follower's only name of a live file stays");
+    s.setxattr(&root, stripe::HEAL_XATTR, b"1", XattrFlags::default()).await.unwrap();
+    assert_agree(&m0, &m1).await;
+    let at = Loc { path: "new".into(), fid: Some(a.fid) };
+    assert_eq!(s.read(&at, 0, 2 * UNIT as u32).await.unwrap(), data(), "both units survive the repair");
+}
+
+#[tokio::test]
+async fn the_walk_repairs_a_missed_directory_move_and_removals() {
+    let (m0, m1, s) = two();
+    let root = Loc::root();
+    let a = s.mkdir(&root, &nf("a", 20)).await.unwrap();
+    let al = Loc { path: "a".into(), fid: Some(a.fid) };
+    let x = file_with_data(&s, &al, "x", 21).await;
+    s.mkdir(&al, &nf("sub", 22)).await.unwrap();
+    // Half-done: a directory move, a subtree removal, a file removal.
+    m0.rename(&root, "a", &root, "b", RenameFlags::default()).await.unwrap();
+    let t = s.mkdir(&root, &nf("t", 23)).await.unwrap();
+    let tl = Loc { path: "t".into(), fid: Some(t.fid) };
+    s.create(&tl, &nf("y", 24), libc::O_RDWR).await.unwrap();
+    m0.unlink(&tl, "y").await.unwrap();
+    m0.rmdir(&root, "t").await.unwrap();
+
+    s.setxattr(&root, stripe::HEAL_XATTR, b"1", XattrFlags::default()).await.unwrap();
+    assert_agree(&m0, &m1).await;
+    let at = Loc { path: "b/x".into(), fid: Some(x.fid) };
+    assert_eq!(s.read(&at, 0, 2 * UNIT as u32).await.unwrap(), data());
+    // A second walk finds nothing to do.
+    s.setxattr(&root, stripe::HEAL_XATTR, b"1", XattrFlags::default()).await.unwrap();
+}
+
+#[tokio::test]
+async fn the_step_a_heal_already_did_is_not_an_error() {
+    let (m0, m1, s) = two();
+    let root = Loc::root();
+    // A heal made the directory on the follower before this gateway's
+    // follower step arrived: the mkdir still succeeds.
+    let new = nf("d", 30);
+    m1.mkdir(&root, &new).await.unwrap();
+    s.mkdir(&root, &new).await.unwrap();
+    // ...and a removal whose follower step finds the name gone.
+    m1.rmdir(&root, "d").await.unwrap();
+    s.rmdir(&root, "d").await.unwrap();
+    assert_agree(&m0, &m1).await;
+}
