@@ -185,7 +185,7 @@ impl Stripe {
     /// Remove `parent/name` (object `a`) from follower `i`, where server 0
     /// does not have it under that name. False: left in place (see the
     /// module page), or a directory that could not be emptied.
-    fn remove_stray<'a>(&'a self, i: usize, parent: &'a Loc, name: &'a str, a: Attr, depth: usize) -> Fut<'a, bool> {
+    pub(crate) fn remove_stray<'a>(&'a self, i: usize, parent: &'a Loc, name: &'a str, a: Attr, depth: usize) -> Fut<'a, bool> {
         Box::pin(async move {
             let s = &self.subvols[i];
             let at = Loc { path: parent.child(name).path, fid: Some(a.fid) };

@@ -32,7 +32,8 @@
 //!   leaves server 0 holding the outcome; a lookup that finds a follower
 //!   disagreeing repairs that follower ([`heal`]), and the walk ([`walk`],
 //!   started by setting [`HEAL_XATTR`]) repairs a whole tree. A follower's
-//!   step of an operation accepts what a heal already did (`settle`).
+//!   step of an operation accepts what a heal already did, and a stray in
+//!   the way of a create is removed first (`on_rest_creating`).
 
 mod heal;
 mod kinds;
@@ -119,7 +120,6 @@ impl Stripe {
     /// Server 0 created `name`; the others answered `rest`. On any failure,
     /// undo the creations that succeeded and report the failure.
     async fn finish_create(&self, parent: &Loc, name: &str, dir: bool, first: Attr, rest: Vec<FsResult<Attr>>) -> FsResult<Attr> {
-        let rest = self.settle(parent, name, first.fid, rest).await;
         if rest.iter().all(|r| r.is_ok()) {
             let mut all = vec![first];
             all.extend(rest.into_iter().map(|r| r.unwrap_or_else(|_| unreachable!())));
@@ -138,14 +138,27 @@ impl Stripe {
         Err(err)
     }
 
-    /// A follower's step of an operation server 0 applied may find it
-    /// already done by a heal (of any gateway) that met the name in
-    /// between: a create finding the same id under the name succeeded.
-    async fn settle(&self, parent: &Loc, name: &str, fid: FileId, rest: Vec<FsResult<Attr>>) -> Vec<FsResult<Attr>> {
-        join_all(self.rest().iter().zip(rest).map(|(s, r)| async move {
-            match r {
+    /// A creating step on the followers, after server 0 made `name` with
+    /// id `fid`. A follower may find the name taken: by the same id (a
+    /// heal of some gateway made it meanwhile: done), or by a stray that
+    /// server 0 no longer has (a removal it missed: removed when the heal
+    /// allows it, and the step tried once more there).
+    async fn on_rest_creating<'a>(
+        &'a self,
+        parent: &'a Loc,
+        name: &'a str,
+        fid: FileId,
+        f: impl Fn(&'a Next) -> Fut<'a, Attr> + Sync,
+    ) -> Vec<FsResult<Attr>> {
+        let f = &f;
+        join_all(self.rest().iter().enumerate().map(|(k, s)| async move {
+            match f(s).await {
                 Err(FsError::EEXIST) => match s.lookup(parent, name).await {
                     Ok(a) if a.fid == fid => Ok(a),
+                    Ok(a) => match self.remove_stray(k + 1, parent, name, a, 0).await {
+                        Ok(true) => f(s).await,
+                        _ => Err(FsError::EEXIST),
+                    },
                     _ => Err(FsError::EEXIST),
                 },
                 r => r,
@@ -238,14 +251,14 @@ impl Translator for Stripe {
     async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Attr> {
         let first = self.first().mknod(parent, new, mode, rdev).await?;
         let new = NewFile { fid: first.fid, ..new.clone() };
-        let rest = self.on_rest(|s| s.mknod(parent, &new, mode, rdev)).await;
+        let rest = self.on_rest_creating(parent, &new.name, new.fid, |s| s.mknod(parent, &new, mode, rdev)).await;
         self.finish_create(parent, &new.name, false, first, rest).await
     }
 
     async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Attr> {
         let first = self.first().mkdir(parent, new).await?;
         let new = NewFile { fid: first.fid, ..new.clone() };
-        let rest = self.on_rest(|s| s.mkdir(parent, &new)).await;
+        let rest = self.on_rest_creating(parent, &new.name, new.fid, |s| s.mkdir(parent, &new)).await;
         let a = self.finish_create(parent, &new.name, true, first, rest).await?;
         self.dirs.note(&a);
         Ok(a)
@@ -281,13 +294,13 @@ impl Translator for Stripe {
     async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Attr> {
         let first = self.first().symlink(parent, new, target).await?;
         let new = NewFile { fid: first.fid, ..new.clone() };
-        let rest = self.on_rest(|s| s.symlink(parent, &new, target)).await;
+        let rest = self.on_rest_creating(parent, &new.name, new.fid, |s| s.symlink(parent, &new, target)).await;
         self.finish_create(parent, &new.name, false, first, rest).await
     }
 
     async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Attr> {
         let first = self.first().link(loc, newparent, newname).await?;
-        let rest = self.on_rest(|s| s.link(loc, newparent, newname)).await;
+        let rest = self.on_rest_creating(newparent, newname, first.fid, |s| s.link(loc, newparent, newname)).await;
         self.finish_create(newparent, newname, false, first, rest).await
     }
 

@@ -135,3 +135,20 @@ async fn the_step_a_heal_already_did_is_not_an_error() {
     s.rmdir(&root, "d").await.unwrap();
     assert_agree(&m0, &m1).await;
 }
+
+#[tokio::test]
+async fn a_stray_in_the_way_of_a_create_is_removed_first() {
+    let (m0, m1, s) = two();
+    let root = Loc::root();
+    // An rmdir and an unlink that reached server 0 only.
+    s.mkdir(&root, &nf("sd", 40)).await.unwrap();
+    m0.rmdir(&root, "sd").await.unwrap();
+    s.symlink(&root, &nf("sl", 41), "target").await.unwrap();
+    m0.unlink(&root, "sl").await.unwrap();
+    // New objects under those names, with new ids, made without a lookup first.
+    s.mkdir(&root, &nf("sd", 42)).await.unwrap();
+    s.symlink(&root, &nf("sl", 43), "other").await.unwrap();
+    assert_agree(&m0, &m1).await;
+    let sl = Loc { path: "sl".into(), fid: Some(FileId::from_random(43)) };
+    assert_eq!(m1.readlink(&sl).await.unwrap(), "other");
+}
