@@ -235,7 +235,7 @@ macro_rules! unit_enum {
 // apart; it reads as a fifo, which is what such a node showed as then.
 unit_enum!(FileKind, "file kind" { File = 0, Dir = 1, Symlink = 2, Fifo = 3, Socket = 4, CharDev = 5, BlockDev = 6 });
 unit_enum!(LockType, "lock type" { Read = 0, Write = 1, Unlock = 2 });
-unit_enum!(LockKind, "lock kind" { Posix = 0, Flock = 1 });
+unit_enum!(LockKind, "lock kind" { Posix = 0, Flock = 1, Append = 2 });
 unit_enum!(Placement, "placement" { Crc32 = 0, Modulo = 1, Consistent = 2 });
 
 impl Enc for TimeSet {

@@ -78,8 +78,8 @@ fn config() -> impl Strategy<Value = CacheConfig> {
 }
 
 fn lock() -> impl Strategy<Value = Lock> {
-    (0u8..2, 0u8..3, any::<(u64, u64, u64, u32)>()).prop_map(|(k, t, (start, end, owner, pid))| Lock {
-        kind: [LockKind::Posix, LockKind::Flock][k as usize],
+    (0u8..3, 0u8..3, any::<(u64, u64, u64, u32)>()).prop_map(|(k, t, (start, end, owner, pid))| Lock {
+        kind: [LockKind::Posix, LockKind::Flock, LockKind::Append][k as usize],
         typ: [LockType::Read, LockType::Write, LockType::Unlock][t as usize],
         start,
         end,

@@ -233,6 +233,11 @@ pub enum LockType {
 pub enum LockKind {
     Posix,
     Flock,
+    /// The gateways' own: held on a file's ordering server while an
+    /// `O_APPEND` write reads the size and writes there, so appends through
+    /// different gateways take turns. No application request ever carries
+    /// it, so it conflicts only with other appends.
+    Append,
 }
 
 /// The last byte of a lock that runs to the end of the file, however long it

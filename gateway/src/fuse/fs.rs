@@ -5,6 +5,7 @@
 //! answers when the pipeline does, so one slow read never holds up others.
 
 use super::answer::{answer, finish, Answer};
+use super::append::Appends;
 use super::convert;
 use super::dirs::{DirStreams, AFTER_DOT, AFTER_DOTDOT};
 use super::listing::{self, Item};
@@ -32,9 +33,8 @@ pub struct GatewayFs {
     dirs: Arc<DirStreams>,
     /// what the kernel may cache, for how long (leases and callbacks)
     kc: Arc<KernelCache>,
-    /// O_APPEND writes read the size and write there: serialise them so two
-    /// appenders through this gateway never land on the same offset.
-    append: Arc<tokio::sync::Mutex<()>>,
+    /// O_APPEND writes, ordered by each file's ordering server (see `append`)
+    appends: Arc<Appends>,
     /// which lock owners locked what through this gateway (for close)
     locks: Arc<LockOwners>,
     /// a fresh handle per open: OFD locks are dropped by the open file's release
@@ -51,7 +51,7 @@ impl GatewayFs {
             inodes: kc.inodes().clone(),
             dirs: Arc::default(),
             kc,
-            append: Arc::default(),
+            appends: Arc::default(),
             locks: Arc::default(),
             next_fh: AtomicU64::new(1),
             opens: Arc::default(),
@@ -94,17 +94,35 @@ impl GatewayFs {
         Changing { kc: self.kc.clone(), ino: parent.0, t }
     }
 
-    fn new_fh(&self) -> FileHandle {
-        FileHandle(self.next_fh.fetch_add(1, Relaxed))
+    /// A fresh handle for an open with `flags`; its low bit says whether
+    /// it bypasses the kernel's pages ([`GatewayFs::fopen_flags`]).
+    fn new_fh(&self, flags: i32) -> FileHandle {
+        FileHandle(self.next_fh.fetch_add(1, Relaxed) << 1 | u64::from(for_appending(flags)))
     }
 
-    fn fopen_flags(&self) -> FopenFlags {
+    /// An open for appending gets direct I/O: each write reaches the
+    /// gateway as the application made it, and the gateway, not the
+    /// kernel's idea of the size, decides where it lands (see `append`).
+    /// Its pages would be written at the kernel's end otherwise.
+    fn fopen_flags(&self, flags: i32) -> FopenFlags {
+        let mut f = FopenFlags::empty();
         if self.kc.keep_cache() {
-            FopenFlags::FOPEN_KEEP_CACHE
-        } else {
-            FopenFlags::empty()
+            f |= FopenFlags::FOPEN_KEEP_CACHE;
         }
+        if for_appending(flags) {
+            f |= FopenFlags::FOPEN_DIRECT_IO;
+        }
+        f
     }
+}
+
+fn for_appending(open_flags: i32) -> bool {
+    open_flags & libc::O_APPEND != 0
+}
+
+/// Whether handle `fh` was opened with direct I/O ([`GatewayFs::new_fh`]).
+fn is_direct(fh: FileHandle) -> bool {
+    fh.0 & 1 == 1
 }
 
 /// What [`GatewayFs::changing_dir`] forgets again once the change is answered.
@@ -163,6 +181,9 @@ impl Filesystem for GatewayFs {
         // attributes are fetched again: with TTL 0 on every read; with
         // leases when one ran out (callbacks drop them otherwise).
         let mut wanted = InitFlags::FUSE_PARALLEL_DIROPS | InitFlags::FUSE_AUTO_INVAL_DATA;
+        // A file opened for appending (direct I/O) can still be mapped
+        // shared, through the page cache, as any other.
+        wanted |= InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP;
         // fcntl/lockf/OFD and flock locks come to us (and go to the file's
         // ordering server), so they hold across gateways.
         wanted |= InitFlags::FUSE_POSIX_LOCKS | InitFlags::FUSE_FLOCK_LOCKS;
@@ -378,7 +399,7 @@ impl Filesystem for GatewayFs {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let (xl, loc, fopen, fh) = (self.xl.clone(), self.inodes.loc(ino.0), self.fopen_flags(), self.new_fh());
+        let (xl, loc, fopen, fh) = (self.xl.clone(), self.inodes.loc(ino.0), self.fopen_flags(flags.0), self.new_fh(flags.0));
         if !self.kc.keep_cache() {
             // Without kernel caching, an open is the moment close-to-open
             // consistency is checked: it waits, as it always did.
@@ -412,34 +433,46 @@ impl Filesystem for GatewayFs {
         &self,
         _req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         data: &[u8],
-        _write_flags: WriteFlags,
+        write_flags: WriteFlags,
         flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        let (xl, append, loc, kc) = (self.xl.clone(), self.append.clone(), self.inodes.loc(ino.0), self.kc.clone());
+        let (xl, appends, loc, kc) = (self.xl.clone(), self.appends.clone(), self.inodes.loc(ino.0), self.kc.clone());
         kc.changing_inode(ino.0);
         // fuser reuses its receive buffer: this is the one copy of the payload.
         let data = Bytes::copy_from_slice(data);
-        let is_append = flags.0 & libc::O_APPEND != 0;
+        // (A page written back from a shared mapping is no append, whatever
+        // the flags of the open file it goes through.)
+        let is_append = for_appending(flags.0) && !write_flags.contains(WriteFlags::FUSE_WRITE_CACHE);
         let work = async move {
             let loc = loc?;
-            let r = if is_append {
-                // The kernel's idea of the end may be stale (another
-                // gateway appended): the volume's merged size decides.
-                let _guard = append.lock().await;
-                match xl.getattr(&loc).await {
-                    Ok(a) => xl.write(&loc, a.size, data).await,
-                    Err(e) => Err(e),
-                }
-            } else {
-                xl.write(&loc, offset, data).await
-            };
+            if !is_append {
+                let r = xl.write(&loc, offset, data).await;
+                kc.changing_inode(ino.0);
+                return r;
+            }
+            // The kernel's idea of the end may be stale (another gateway
+            // appended): the file's ordering server gives the turn, the
+            // volume's size the place.
+            let r = appends.append(&xl, &loc, ino.0, data).await;
             kc.changing_inode(ino.0);
-            r
+            let (at, w) = r?;
+            if is_direct(fh) {
+                // Another opener's pages of that range, and every opener's
+                // size, go before the application hears of it.
+                kc.written_elsewhere(ino.0, at, u64::from(w.written)).await;
+            } else if at != offset {
+                // O_APPEND set after the open (fcntl): the kernel holds
+                // the pages of the range it believed locked until this is
+                // answered, then keeps them: they go once it lets go.
+                let from = at.min(offset);
+                tokio::spawn(async move { kc.written_elsewhere(ino.0, from, 0).await });
+            }
+            Ok(w)
         };
         self.answer(reply, work, |r, w| r.written(w.written));
     }
@@ -647,7 +680,7 @@ impl Filesystem for GatewayFs {
     }
 
     fn create(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, flags: i32, reply: ReplyCreate) {
-        let (xl, inodes, fopen, fh) = (self.xl.clone(), self.inodes.clone(), self.fopen_flags(), self.new_fh());
+        let (xl, inodes, fopen, fh) = (self.xl.clone(), self.inodes.clone(), self.fopen_flags(flags), self.new_fh(flags));
         let (kc, t) = (self.kc.clone(), self.kc.ticket());
         let args = parent_and_name(&inodes, parent, name)
             .map(|(p, n)| (p, new_file(n, mode & !umask, owner(req), flags & libc::O_EXCL != 0)));

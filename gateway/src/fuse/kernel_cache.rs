@@ -232,6 +232,23 @@ impl KernelCache {
         let _ = tokio::task::spawn_blocking(move || me.notify(&items)).await;
     }
 
+    /// This gateway wrote `len` bytes at `offset` where the kernel did not
+    /// (an append it placed at the volume's end): the kernel drops its pages
+    /// of that range, which another opener may have read, and the file's
+    /// attributes; returns once it has. No epoch moves: the kernel itself
+    /// ignores attributes asked for before a write, and the memo was told
+    /// ([`KernelCache::changing_inode`]).
+    pub async fn written_elsewhere(self: &Arc<Self>, ino: u64, offset: u64, len: u64) {
+        let Ok(offset) = i64::try_from(offset) else { return };
+        let (me, len) = (self.clone(), i64::try_from(len).unwrap_or(0));
+        let _ = tokio::task::spawn_blocking(move || {
+            if let (Some(n), true) = (me.notifier.get(), me.inodes.knows(ino)) {
+                quiet(n.inval_inode(INodeNo(ino), offset, len));
+            }
+        })
+        .await;
+    }
+
     fn notify(&self, items: &[Invalidation]) {
         let Some(n) = self.notifier.get() else { return };
         for item in items {

@@ -32,7 +32,7 @@ pub const MAX_USES_PER_FILE: usize = 1024;
 pub const MAX_FILES: usize = 65536;
 /// A server that answered "not yet" this fast was too busy to hold the
 /// request: wait this long before asking again.
-const BUSY_BACKOFF: Duration = Duration::from_millis(100);
+pub const BUSY_BACKOFF: Duration = Duration::from_millis(100);
 
 /// fcntl's lock type as the operations carry it.
 pub fn lock_type(typ: i32) -> FsResult<LockType> {

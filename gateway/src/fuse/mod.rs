@@ -1,6 +1,7 @@
 //! The FUSE side of the gateway: the kernel's requests become translator calls.
 
 mod answer;
+mod append;
 pub mod convert;
 pub mod dirs;
 pub mod fs;

@@ -12,7 +12,8 @@
 //! holder's locks of the same family, then adds the new lock (unless it is an
 //! unlock) merged with the holder's touching locks of the same type. Locks
 //! of different holders conflict where they overlap and one is a write
-//! lock; POSIX and flock locks never conflict with each other.
+//! lock; locks of different families (POSIX, flock, the gateways' append
+//! lock) never conflict with each other.
 
 use xlator::{Lock, LockKind, LockType, FsError, FsResult, LOCK_TO_EOF};
 

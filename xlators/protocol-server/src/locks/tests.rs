@@ -68,6 +68,15 @@ fn other_owners_conflict_where_they_overlap_and_one_writes() {
     assert!(f.conflict(B, &flock).is_none());
     f.set(B, &flock);
     assert!(f.conflict(A, &Lock { kind: LockKind::Flock, ..lk(LockType::Read, 0, LOCK_TO_EOF) }).is_some());
+    // The gateways' append lock is a family of its own: an application's
+    // whole-file locks never hold up an append, nor the other way round.
+    let append = Lock { kind: LockKind::Append, ..lk(LockType::Write, 0, LOCK_TO_EOF) };
+    assert!(f.conflict(A, &append).is_none() && f.conflict(B, &append).is_none());
+    f.set(B, &append);
+    assert!(f.conflict(A, &append).is_some(), "appends of two gateways take turns");
+    assert!(f.conflict(A, &lk(LockType::Write, 1000, LOCK_TO_EOF)).is_none(), "nor an application's lock past the end");
+    f.set(B, &Lock { typ: LockType::Unlock, ..append });
+    assert!(f.conflict(A, &append).is_none());
 }
 
 #[test]
