@@ -26,6 +26,10 @@ use xlator::{Attr, FileId, FsError, FsResult, Loc, NewFile, Next, Owner, SetAttr
 /// FUSE requests up to this size (read and write).
 pub const MAX_REQUEST: u32 = 1 << 20;
 
+/// How long an append's answer waits for the kernel to drop other openers'
+/// pages of the range (it takes microseconds; see `write`).
+const PAGES_DROPPED: Duration = Duration::from_secs(1);
+
 pub struct GatewayFs {
     rt: tokio::runtime::Handle,
     xl: Next,
@@ -463,8 +467,13 @@ impl Filesystem for GatewayFs {
             let (at, w) = r?;
             if is_direct(fh) {
                 // Another opener's pages of that range, and every opener's
-                // size, go before the application hears of it.
-                kc.written_elsewhere(ino.0, at, u64::from(w.written)).await;
+                // size, go before the application hears of it. (Bounded: a
+                // kernel that kept this write in its pages after all would
+                // hold them locked until answered.)
+                let drop = kc.written_elsewhere(ino.0, at, u64::from(w.written));
+                if tokio::time::timeout(PAGES_DROPPED, drop).await.is_err() {
+                    tracing::warn!(ino = ino.0, "the kernel did not drop an append's pages in time");
+                }
             } else if at != offset {
                 // O_APPEND set after the open (fcntl): the kernel holds
                 // the pages of the range it believed locked until this is
