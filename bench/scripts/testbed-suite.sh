@@ -12,7 +12,8 @@
 #        design, so the bank is what is measured; "on", the default of `imca mount`, or both),
 #        SPEEDS ("slow=200:50M fast=2000:400M": NAME=IOPS:BYTES/s read bound per disk),
 #        SUITE_ARGS (default "--quick"; e.g. "--files 16384 --records 512"),
-#        ONLY (e.g. "b1,b2"), TESTBED_ARGS (more bench/testbed options, e.g. "--delay 100us")
+#        ONLY (e.g. "b1,b2"), BLOCK (the bank's block size for the run, e.g. 2048; set
+#        through the admin API before the first target), TESTBED_ARGS (more bench/testbed options, e.g. "--delay 100us")
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$(realpath "${1:-$ROOT/target/release/imca}")
@@ -21,6 +22,7 @@ SPEEDS=${SPEEDS:-"slow=200:50M fast=2000:400M"}
 SUITE_ARGS=${SUITE_ARGS:---quick}
 ONLY=${ONLY:-}
 KERNEL_CACHE=${KERNEL_CACHE:-off}
+BLOCK=${BLOCK:-}
 TESTBED_ARGS=${TESTBED_ARGS:-}
 DIR=/var/tmp/imca-testbed
 NET=10.213.77
@@ -38,7 +40,7 @@ trap 'exit 143' TERM
 mkdir -p "$OUT"
 for kc in $KERNEL_CACHE; do
 for speed in $SPEEDS; do
-    name=${speed%%=*}-kc$kc bound=${speed#*=}
+    name=${speed%%=*}-kc$kc${BLOCK:+-b$BLOCK} bound=${speed#*=}
     iops=${bound%%:*} bps=${bound#*:}
     echo "== $name: disks $iops read IOPS, $bps/s per server; kernel cache $kc"
     rm -f "$DIR/testbed.json"
@@ -57,7 +59,7 @@ for speed in $SPEEDS; do
     rm_nodes() { local cmd="" n; for n in "$@"; do cmd+="${cmd:+ && }$CTL cache-nodes rm $NET.$n:11211 >/dev/null"; done; echo "$cmd"; }
     # shellcheck disable=SC2086
     nsenter --net=/run/netns/imcatb-g "$BIN" bench suite --cold $SUITE_ARGS ${ONLY:+--only $ONLY} --baseline n0 --out "$OUT/$name" \
-        --target "n4=$MNT,admin=$ADMIN" \
+        --target "n4=$MNT,admin=$ADMIN${BLOCK:+,before=$CTL block-size $BLOCK >/dev/null}" \
         --target "n2=$MNT,admin=$ADMIN,before=$(rm_nodes 63 62)" \
         --target "n1=$MNT,admin=$ADMIN,before=$(rm_nodes 61)" \
         --target "n0=$MNT,admin=$ADMIN,before=$(rm_nodes 60)" 2>&1 | tee "$OUT/$name.suite.log"
