@@ -135,45 +135,6 @@ impl Stream {
     }
 }
 
-/// Every object under an export (IMCa's own `.imca` aside): kind and id.
-fn export_tree(root: &Path) -> BTreeMap<String, (char, String)> {
-    let mut out = BTreeMap::new();
-    let mut todo = vec![root.to_path_buf()];
-    while let Some(dir) = todo.pop() {
-        for e in fs::read_dir(&dir).unwrap() {
-            let e = e.unwrap();
-            let p = e.path();
-            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
-            if rel == ".imca" {
-                continue;
-            }
-            let t = e.file_type().unwrap();
-            let kind = if t.is_dir() {
-                'd'
-            } else if t.is_file() {
-                'f'
-            } else {
-                'o'
-            };
-            out.insert(rel, (kind, fid_of(&p)));
-            if t.is_dir() {
-                todo.push(p);
-            }
-        }
-    }
-    out
-}
-
-fn fid_of(p: &Path) -> String {
-    let c = CString::new(p.as_os_str().as_bytes()).unwrap();
-    let n = CString::new("user.imca.fid").unwrap();
-    let mut buf = [0u8; 64];
-    // SAFETY: valid C strings and a buffer of the given length.
-    let len = unsafe { libc::lgetxattr(c.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
-    assert!(len > 0, "no id on {}", p.display());
-    String::from_utf8_lossy(&buf[..len as usize]).into_owned()
-}
-
 /// Root's heal walk through the mount; EAGAIN: something was left, again.
 fn heal(mount: &Path) {
     let c = CString::new(mount.as_os_str().as_bytes()).unwrap();

@@ -157,6 +157,15 @@ fn what_one_gateway_creates_another_stats_from_the_bank() {
         let asked = || -> f64 {
             ["lookup", "getattr"].iter().map(|op| storage_sum(&c, "imca_storage_ops_total", &format!("op=\"{op}\""))).sum()
         };
+        // The populates go out after the creates are answered: wait until
+        // gateway 0 sent them (an entry and a stat each).
+        let u = c.gateways[0].daemon.metrics_url().expect("gateway metrics");
+        let populated = || http::sum(&common::http_get(&u), "imca_gateway_cache_total", &["op=\"create\"", "result=\"populate\""]);
+        let t0 = std::time::Instant::now();
+        while populated() < 6.0 {
+            assert!(t0.elapsed() < std::time::Duration::from_secs(10), "{cache:?}: the creates' populates were not sent");
+            std::thread::yield_now();
+        }
         // The root changed (new names): its attributes are asked for anew.
         std::fs::metadata(c.path_at(1, "")).unwrap();
         let before = asked();

@@ -68,8 +68,8 @@ fn changes_through_one_gateway_are_visible_through_the_other() {
 
 /// Both gateways create the same 100 new names at once (O_CREAT without
 /// O_EXCL, as `touch` and most programs do; and mkdir): every name ends up
-/// one whole file or directory that both see, stat and remove; no create
-/// fails but with EEXIST (mkdir).
+/// one whole file or directory that both see, stat and remove, with one id
+/// on every server; no create fails but with EEXIST (mkdir).
 #[test]
 fn the_same_names_created_at_once_through_both_gateways_are_whole() {
     let c = ClusterSpec::new().gateways(2).start();
@@ -104,6 +104,11 @@ fn the_same_names_created_at_once_through_both_gateways_are_whole() {
         }
     }
     assert!(errors.is_empty(), "{} creates failed: {:?}", errors.len(), &errors[..errors.len().min(5)]);
+    // Creates ask every server at once: the losers' parts were replaced by
+    // the winners' ids, so the servers agree name for name.
+    let trees: Vec<_> = (0..2).map(|i| export_tree(&c.export(i))).collect();
+    assert_eq!(trees[0].len(), 200);
+    assert_eq!(trees[1], trees[0], "server 1 holds server 0's names, kinds and ids");
     for n in &names {
         let (x, y) = (fs::metadata(c.path_at(0, n)).unwrap(), fs::metadata(c.path_at(1, n)).unwrap());
         assert!(x.is_file() && y.is_file(), "{n}");

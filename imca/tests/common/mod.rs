@@ -574,3 +574,43 @@ pub fn assert_errno<T: std::fmt::Debug>(r: std::io::Result<T>, expected: i32) {
         Err(e) => assert_eq!(errno(&e), expected, "expected {}, got {e}", std::io::Error::from_raw_os_error(expected)),
     }
 }
+
+/// Every object under an export (IMCa's own `.imca` aside): kind and id.
+pub fn export_tree(root: &Path) -> std::collections::BTreeMap<String, (char, String)> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            if rel == ".imca" {
+                continue;
+            }
+            let t = e.file_type().unwrap();
+            let kind = if t.is_dir() {
+                'd'
+            } else if t.is_file() {
+                'f'
+            } else {
+                'o'
+            };
+            out.insert(rel, (kind, fid_of(&p)));
+            if t.is_dir() {
+                todo.push(p);
+            }
+        }
+    }
+    out
+}
+
+pub fn fid_of(p: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    let n = std::ffi::CString::new("user.imca.fid").unwrap();
+    let mut buf = [0u8; 64];
+    // SAFETY: valid C strings and a buffer of the given length.
+    let len = unsafe { libc::lgetxattr(c.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    assert!(len > 0, "no id on {}", p.display());
+    String::from_utf8_lossy(&buf[..len as usize]).into_owned()
+}

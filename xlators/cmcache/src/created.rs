@@ -22,7 +22,8 @@
 //! misses and expire.
 //!
 //! The cost is one bank round trip before the create, when a bank is in
-//! force.
+//! force; the `cas` is sent after the create is answered (step 3 cannot
+//! store anything stale however late it lands).
 
 use crate::translator::{cas, claim_of, Claim};
 use crate::CmCache;
@@ -66,7 +67,7 @@ impl CmCache {
     }
 
     /// Fill what was claimed from the create's merged reply `a`.
-    pub(crate) async fn populate_new(&self, c: Option<Claimed>, a: &Attr) {
+    pub(crate) fn populate_new(&self, c: Option<Claimed>, a: &Attr) {
         let Some(c) = c else { return };
         self.remember(c.parent, &c.name, a.fid);
         let l = &c.l;
@@ -84,8 +85,15 @@ impl CmCache {
         if ups.is_empty() {
             return;
         }
-        let n = ups.len() as u64;
-        let _ = l.bank.update(&ups, None).await;
-        self.metrics.cache.with_label_values(&["create", "populate"]).inc_by(n);
+        // Off the reply path: the `cas` only lands if nothing touched the
+        // keys since our claim (any mutation deletes them), however late it
+        // comes, so the create need not wait for it.
+        let counted = self.metrics.cache.with_label_values(&["create", "populate"]);
+        let l = c.l.clone();
+        tokio::spawn(async move {
+            let n = ups.len() as u64;
+            let _ = l.bank.update(&ups, None).await;
+            counted.inc_by(n);
+        });
     }
 }

@@ -319,21 +319,21 @@ impl Translator for CmCache {
     async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Attr> {
         let c = self.claim_new(parent, &new.name, Some(new.fid)).await;
         let a = self.below.mknod(parent, new, mode, rdev).await?;
-        self.populate_new(c, &a).await;
+        self.populate_new(c, &a);
         Ok(a)
     }
 
     async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Attr> {
         let c = self.claim_new(parent, &new.name, Some(new.fid)).await;
         let a = self.below.mkdir(parent, new).await?;
-        self.populate_new(c, &a).await;
+        self.populate_new(c, &a);
         Ok(a)
     }
 
     async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Attr> {
         let c = self.claim_new(parent, &new.name, Some(new.fid)).await;
         let a = self.below.symlink(parent, new, target).await?;
-        self.populate_new(c, &a).await;
+        self.populate_new(c, &a);
         Ok(a)
     }
 
@@ -342,7 +342,7 @@ impl Translator for CmCache {
         // invalidate for: nothing to populate then (the claims just fail).
         let c = self.claim_new(parent, &new.name, Some(new.fid)).await;
         let a = self.below.create(parent, new, flags).await?;
-        self.populate_new(c, &a).await;
+        self.populate_new(c, &a);
         Ok(a)
     }
 
@@ -350,7 +350,7 @@ impl Translator for CmCache {
         // The file's own stat changes (nlink): only the new entry is filled.
         let c = self.claim_new(newparent, newname, None).await;
         let a = self.below.link(loc, newparent, newname).await?;
-        self.populate_new(c, &a).await;
+        self.populate_new(c, &a);
         Ok(a)
     }
 

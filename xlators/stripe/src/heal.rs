@@ -20,23 +20,27 @@
 //!   there and are kept), by a rename for a directory it holds elsewhere,
 //!   else created empty (its units of a file that never reached it are holes);
 //! * a name server 0 lacks (an unlink, rmdir or rename it missed) is removed
-//!   on the follower — unless server 0 still knows that object's id and the
+//!   on the follower — unless it may be a create still on its way to server
+//!   0 (new and untouched, `maybe_in_flight`: creates ask every server at
+//!   once), or unless server 0 still knows that object's id and the
 //!   follower holds it under no other name: then the follower's units of
 //!   the file would go with it, so the name is left until the name server 0
 //!   uses has been linked (the walk's next pass).
 //!
 //! Every decision is taken on a second look at server 0 made after the
-//! follower answered: an operation of another gateway that is between
-//! servers is then already visible on server 0 (it goes first), so the heal
-//! never removes what that operation is about to finish. The followers'
-//! steps of such an operation accept what a heal already did (see
-//! `settle` in lib.rs). A heal is one attempt per name and meeting; a
+//! follower answered: a removal or rename of another gateway that is
+//! between servers is then already visible on server 0 (it goes first), so
+//! the heal never removes what that operation is about to finish; a create,
+//! which reaches every server at once, is covered by the exception above.
+//! The followers' steps of such an operation accept what a heal already
+//! did (`follow` in create.rs, `settle_rename` in lib.rs). A heal is one attempt per name and meeting; a
 //! server that keeps disagreeing is logged, never retried in a loop.
 
 use crate::{Fut, Stripe};
 use lru::LruCache;
 use std::num::NonZeroUsize;
 use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use xlator::*;
 
 /// What a heal did.
@@ -48,6 +52,9 @@ pub struct HealReport {
     pub repaired: u64,
     /// disagreements left (deferred to a later pass, or a step failed)
     pub left: u64,
+    /// of those, follower-only objects left because they may be creates
+    /// still on their way to server 0 (see `maybe_in_flight`)
+    pub young: u64,
 }
 
 impl HealReport {
@@ -55,6 +62,7 @@ impl HealReport {
         self.checked += o.checked;
         self.repaired += o.repaired;
         self.left += o.left;
+        self.young += o.young;
     }
 }
 
@@ -120,6 +128,21 @@ enum Outcome {
     Agrees,
     Repaired,
     Left,
+    /// left: maybe a create still on its way to server 0
+    Young,
+}
+
+/// Whether follower object `a`, which server 0 lacks, may be a create
+/// still on its way to server 0 (creates ask every server at once, see
+/// `create`): it is pristine — its access and modification times are still
+/// those of its creation, so nothing read or wrote it, as anyone told of
+/// the create might have — and younger than `grace`. Server 0's answer to
+/// such a create is waited for at most [`crate::IN_FLIGHT`], so an older
+/// one can no longer be acknowledged. (Clocks of the gateway and the
+/// servers are assumed within a few seconds of each other.)
+pub(crate) fn maybe_in_flight(a: &Attr, grace: Duration) -> bool {
+    let made = UNIX_EPOCH + Duration::new(a.mtime.secs.max(0) as u64, a.mtime.nsecs);
+    a.atime == a.mtime && SystemTime::now().duration_since(made).map_or(true, |age| age < grace)
 }
 
 impl Stripe {
@@ -149,6 +172,11 @@ impl Stripe {
                     tracing::info!(server = i, %path, "stripe heal: disagreement left for a later pass");
                     report.left += 1;
                 }
+                Ok(Outcome::Young) => {
+                    tracing::info!(server = i, %path, "stripe heal: a new follower-only name left (maybe a create under way)");
+                    report.left += 1;
+                    report.young += 1;
+                }
                 Err(e) => {
                     tracing::error!(server = i, %path, ?e, "stripe heal: repair failed; servers still differ");
                     report.left += 1;
@@ -175,6 +203,7 @@ impl Stripe {
                 self.make(i, parent, name, f).await
             }
             (Ok(f), Err(FsError::ENOENT)) => self.make(i, parent, name, f).await,
+            (Err(FsError::ENOENT), Ok(a)) if maybe_in_flight(a, self.heal_grace) => Ok(Outcome::Young),
             (Err(FsError::ENOENT), Ok(a)) => {
                 Ok(if self.remove_stray(i, parent, name, a.clone(), 0).await? { Outcome::Repaired } else { Outcome::Left })
             }

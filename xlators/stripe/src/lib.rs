@@ -12,11 +12,13 @@
 //!   offset, in a sparse file ([`layout`]). A request is cut into per-server
 //!   pieces that all go out at once.
 //! * Namespace: every file and directory exists on every server with the same
-//!   file id. Creating operations run on server 0 first (it serialises racing
-//!   gateways, and its answer decides the file id), then on the others in
-//!   parallel; when a later server fails, what was created is rolled back so a
-//!   retry starts from a clean slate (and a failed create's opens released,
-//!   or the servers would keep the removed file open).
+//!   file id. Server 0 serialises racing gateways, and its answer decides the
+//!   file id. A new name goes to every server at once with the id the gateway
+//!   drew, and a follower that disagrees with server 0's decision follows it
+//!   ([`create`]); removals, renames and links run on server 0 first, then on
+//!   the others in parallel. When a follower fails, what was created is
+//!   rolled back so a retry starts from a clean slate (and a failed create's
+//!   opens released, or the servers would keep the removed file open).
 //! * Attributes: a file's are merged from every server ([`merge`]): size
 //!   max, blocks sum, times latest. Everything else (directories, symlinks,
 //!   listings, symlink targets, xattr reads) comes from server 0 alone: a
@@ -33,8 +35,9 @@
 //!   disagreeing repairs that follower ([`heal`]), and the walk ([`walk`],
 //!   started by setting [`HEAL_XATTR`]) repairs a whole tree. A follower's
 //!   step of an operation accepts what a heal already did, and a stray in
-//!   the way of a create is removed first (`on_rest_creating`).
+//!   the way of a create is removed first (`create::follow`).
 
+mod create;
 mod heal;
 mod kinds;
 pub mod layout;
@@ -42,13 +45,14 @@ pub mod merge;
 mod walk;
 mod write;
 
+pub use create::IN_FLIGHT;
 pub use heal::HealReport;
 pub use walk::{HEAL_XATTR, MAX_PASSES};
 
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 use futures::future::join_all;
-use merge::{all_ok, merge_attrs, merge_statfs, pick_error};
+use merge::{all_ok, merge_attrs, merge_statfs};
 use std::future::Future;
 use std::pin::Pin;
 use xlator::*;
@@ -71,6 +75,8 @@ pub struct Stripe {
     unit: u64,
     dirs: kinds::DirIds,
     moves: heal::Moves,
+    /// how young a new follower-only object is left by the heal
+    heal_grace: std::time::Duration,
 }
 
 /// How many directory ids stripe remembers.
@@ -84,7 +90,16 @@ impl Stripe {
         if unit < 4096 || !unit.is_power_of_two() {
             return Err(StripeError::BadUnit(unit));
         }
-        Ok(Stripe { subvols, unit, dirs: kinds::DirIds::new(DIR_IDS), moves: heal::Moves::new() })
+        Ok(Stripe { subvols, unit, dirs: kinds::DirIds::new(DIR_IDS), moves: heal::Moves::new(), heal_grace: IN_FLIGHT })
+    }
+
+    /// How young a pristine follower-only object must be for the heal to
+    /// leave it as a possible create under way (default [`IN_FLIGHT`], the
+    /// bound on such a create; shorter only where no gateway creates, such
+    /// as tests that make a follower miss a step by hand).
+    pub fn with_heal_grace(mut self, grace: std::time::Duration) -> Stripe {
+        self.heal_grace = grace;
+        self
     }
 
     pub fn unit(&self) -> u64 {
@@ -115,56 +130,6 @@ impl Stripe {
 
     async fn on_rest<'a, T>(&'a self, f: impl Fn(&'a Next) -> Fut<'a, T>) -> Vec<FsResult<T>> {
         join_all(self.rest().iter().map(f)).await
-    }
-
-    /// Server 0 created `name`; the others answered `rest`. On any failure,
-    /// undo the creations that succeeded and report the failure.
-    async fn finish_create(&self, parent: &Loc, name: &str, dir: bool, first: Attr, rest: Vec<FsResult<Attr>>) -> FsResult<Attr> {
-        if rest.iter().all(|r| r.is_ok()) {
-            let mut all = vec![first];
-            all.extend(rest.into_iter().map(|r| r.unwrap_or_else(|_| unreachable!())));
-            return merge_attrs(all);
-        }
-        let err = pick_error(rest.iter().filter_map(|r| r.as_ref().err().copied()));
-        let created: Vec<&Next> = std::iter::once(self.first())
-            .chain(self.rest().iter().zip(&rest).filter(|(_, r)| r.is_ok()).map(|(s, _)| s))
-            .collect();
-        for s in created {
-            let undo = if dir { s.rmdir(parent, name).await } else { s.unlink(parent, name).await };
-            if let Err(e) = undo {
-                tracing::error!(path = %parent.child(name).path, ?e, "stripe: rollback of a partial create failed; servers differ");
-            }
-        }
-        Err(err)
-    }
-
-    /// A creating step on the followers, after server 0 made `name` with
-    /// id `fid`. A follower may find the name taken: by the same id (a
-    /// heal of some gateway made it meanwhile: done), or by a stray that
-    /// server 0 no longer has (a removal it missed: removed when the heal
-    /// allows it, and the step tried once more there).
-    async fn on_rest_creating<'a>(
-        &'a self,
-        parent: &'a Loc,
-        name: &'a str,
-        fid: FileId,
-        f: impl Fn(&'a Next) -> Fut<'a, Attr> + Sync,
-    ) -> Vec<FsResult<Attr>> {
-        let f = &f;
-        join_all(self.rest().iter().enumerate().map(|(k, s)| async move {
-            match f(s).await {
-                Err(FsError::EEXIST) => match s.lookup(parent, name).await {
-                    Ok(a) if a.fid == fid => Ok(a),
-                    Ok(a) => match self.remove_stray(k + 1, parent, name, a, 0).await {
-                        Ok(true) => f(s).await,
-                        _ => Err(FsError::EEXIST),
-                    },
-                    _ => Err(FsError::EEXIST),
-                },
-                r => r,
-            }
-        }))
-        .await
     }
 
     /// A rename a follower cannot find the source of is done when the
@@ -249,58 +214,30 @@ impl Translator for Stripe {
     }
 
     async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Attr> {
-        let first = self.first().mknod(parent, new, mode, rdev).await?;
-        let new = NewFile { fid: first.fid, ..new.clone() };
-        let rest = self.on_rest_creating(parent, &new.name, new.fid, |s| s.mknod(parent, &new, mode, rdev)).await;
-        self.finish_create(parent, &new.name, false, first, rest).await
+        self.make_everywhere(parent, new, false, |s| s.mknod(parent, new, mode, rdev)).await
     }
 
     async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Attr> {
-        let first = self.first().mkdir(parent, new).await?;
-        let new = NewFile { fid: first.fid, ..new.clone() };
-        let rest = self.on_rest_creating(parent, &new.name, new.fid, |s| s.mkdir(parent, &new)).await;
-        let a = self.finish_create(parent, &new.name, true, first, rest).await?;
+        let a = self.make_everywhere(parent, new, true, |s| s.mkdir(parent, new)).await?;
         self.dirs.note(&a);
         Ok(a)
     }
 
     async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
-        // Server 0 decides: if the file already existed there, its id wins and
-        // the other servers open (or create) the file under that same id.
-        let first = self.first().create(parent, new, flags).await?;
-        let new_rest = NewFile { fid: first.fid, exclusive: false, ..new.clone() };
-        let rest = self.on_rest(|s| s.create(parent, &new_rest, flags & !libc::O_EXCL)).await;
-        // Each server where it succeeded counts the file as opened; a failed
-        // create gets no release from the gateway, so it is released here
-        // (else a rolled-back file would hold its space on those servers).
-        let opened: Vec<(&Next, FileId)> = std::iter::once((self.first(), first.fid))
-            .chain(self.rest().iter().zip(&rest).filter_map(|(s, r)| Some((s, r.as_ref().ok()?.fid))))
-            .collect();
-        let r = if new.exclusive || rest.iter().all(|r| r.is_ok()) {
-            self.finish_create(parent, &new.name, false, first.clone(), rest).await
-        } else {
-            // A non-exclusive create may have opened a file that existed
-            // before: never delete it, just report the failure.
-            Err(pick_error(rest.into_iter().filter_map(|r| r.err())))
-        };
-        if r.is_err() {
-            for (s, fid) in opened {
-                let _ = s.release(&Loc { path: parent.child(&new.name).path, fid: Some(fid) }).await;
-            }
-        }
-        r
+        self.create_everywhere(parent, new, flags).await
     }
 
     async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Attr> {
-        let first = self.first().symlink(parent, new, target).await?;
-        let new = NewFile { fid: first.fid, ..new.clone() };
-        let rest = self.on_rest_creating(parent, &new.name, new.fid, |s| s.symlink(parent, &new, target)).await;
-        self.finish_create(parent, &new.name, false, first, rest).await
+        self.make_everywhere(parent, new, false, |s| s.symlink(parent, new, target)).await
     }
 
     async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Attr> {
+        // The object exists: server 0 first (it may refuse), then the others.
         let first = self.first().link(loc, newparent, newname).await?;
-        let rest = self.on_rest_creating(newparent, newname, first.fid, |s| s.link(loc, newparent, newname)).await;
+        let rest = join_all(self.rest().iter().enumerate().map(|(k, s)| {
+            self.follow(k + 1, newparent, newname, first.fid, || s.link(loc, newparent, newname), false)
+        }))
+        .await;
         self.finish_create(newparent, newname, false, first, rest).await
     }
 

@@ -12,7 +12,9 @@
 //!
 //! Passes repeat while the previous one repaired something (a file left
 //! because its id lived only under a stale name is linked in one pass and
-//! its stale name removed in the next), at most [`MAX_PASSES`] times.
+//! its stale name removed in the next), or after waiting out the names left
+//! as possible creates under way (`heal::maybe_in_flight`), at most
+//! [`MAX_PASSES`] times.
 
 use crate::heal::{disagree, list, HealReport};
 use crate::Stripe;
@@ -35,8 +37,15 @@ impl Stripe {
             total.checked += r.checked;
             total.repaired += r.repaired;
             total.left = r.left;
-            if r.repaired == 0 {
+            total.young = r.young;
+            if r.repaired == 0 && r.young == 0 || pass == MAX_PASSES {
                 break;
+            }
+            if r.repaired == 0 {
+                // Only names that may be creates under way are left: once
+                // they are older than that allows, they are strays.
+                tracing::info!(young = r.young, "stripe heal: waiting for new follower-only names to settle");
+                tokio::time::sleep(self.heal_grace).await;
             }
         }
         total

@@ -119,6 +119,7 @@ async fn what_a_create_makes_is_in_the_bank_at_once() {
     let la = a.symlink(&root, &l, "f").await.unwrap();
     let n = testkit::new_file("n");
     let na = a.mknod(&root, &n, libc::S_IFREG | 0o644, 0).await.unwrap();
+    s.populated(0, 8).await;
     let before = counts(&s);
     for (name, want) in [("f", &fa), ("d", &da), ("l", &la), ("n", &na)] {
         assert_eq!(&b.lookup(&root, name).await.unwrap(), want, "{name}");
@@ -133,6 +134,7 @@ async fn what_a_create_makes_is_in_the_bank_at_once() {
     // a link: the new entry is filled; the file's stat changed (nlink) and is asked again
     let linked = a.link(&testkit::at("f", fa.fid), &root, "f2").await.unwrap();
     assert_eq!(linked.nlink, 2);
+    s.populated(0, 9).await;
     let before = counts(&s);
     assert_eq!(b.lookup(&root, "f2").await.unwrap(), linked);
     assert_eq!(reached(&s, before), (0, 1, 0), "the entry was a hit, the changed stat a miss");

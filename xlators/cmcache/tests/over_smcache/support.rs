@@ -29,6 +29,8 @@ pub struct Stack {
     /// the disk: its answers are the truth, its call counts show what the bank spared it
     pub leaf: Arc<Memory>,
     pub gateways: Vec<Next>,
+    /// each gateway's metrics
+    pub registries: Vec<prometheus::Registry>,
 }
 
 impl Stack {
@@ -48,10 +50,12 @@ impl Stack {
         let registry = prometheus::Registry::new();
         let sm: Next = Arc::new(SmCache::new(leaf.clone(), volume.server_rx(), Arc::default(), opts, &registry));
         let server = between(sm);
-        let gateways = (0..spec.gateways)
-            .map(|_| {
-                // each gateway its own registry, as each gateway daemon has
-                let cm = CmCache::new(server.clone(), volume.gateway_rx(), testkit::bank_options(), &prometheus::Registry::new());
+        // each gateway its own registry, as each gateway daemon has
+        let registries: Vec<_> = (0..spec.gateways).map(|_| prometheus::Registry::new()).collect();
+        let gateways = registries
+            .iter()
+            .map(|r| {
+                let cm = CmCache::new(server.clone(), volume.gateway_rx(), testkit::bank_options(), r);
                 let cm = match spec.stripe_unit {
                     Some(u) => cm.with_stripe_unit(u),
                     None => cm,
@@ -59,7 +63,30 @@ impl Stack {
                 Arc::new(cm) as Next
             })
             .collect();
-        Stack { bank, volume, leaf, gateways }
+        Stack { bank, volume, leaf, gateways, registries }
+    }
+
+    /// Wait until gateway `g` has sent `n` create populates to the bank
+    /// (they go out after the create is answered).
+    pub async fn populated(&self, g: usize, n: u64) {
+        let sent = || {
+            self.registries[g]
+                .gather()
+                .iter()
+                .filter(|f| f.get_name() == "imca_gateway_cache_total")
+                .flat_map(|f| f.get_metric().iter())
+                .filter(|m| {
+                    let l = m.get_label();
+                    l.iter().any(|p| p.get_value() == "create") && l.iter().any(|p| p.get_value() == "populate")
+                })
+                .map(|m| m.get_counter().get_value() as u64)
+                .sum::<u64>()
+        };
+        let t0 = std::time::Instant::now();
+        while sent() < n {
+            assert!(t0.elapsed() < Duration::from_secs(10), "gateway {g}: {} of {n} create populates sent", sent());
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
     }
 
     /// The first gateway.
