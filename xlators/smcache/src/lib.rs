@@ -27,6 +27,8 @@
 //!   server *deletes* the ones a mutation changed, after the disk operation
 //!   and before replying. A delete between a gateway's claim and its `cas`
 //!   breaks the claim, so a stat read before a mutation never lands after it.
+//!   A stat key this server deleted and no request could have refilled since
+//!   is not deleted again (`clean`).
 //! - **A frozen or slow node** is waited for, on the same connection (so a
 //!   late value can never overtake a later one), up to a deadline; past it
 //!   the node is fenced (the request rides on GetVolumeConfig replies, a
@@ -43,6 +45,7 @@
 //! bank client runs one reader and one writer task per node connection.
 
 mod changes;
+mod clean;
 mod locks;
 pub mod metrics;
 mod state;

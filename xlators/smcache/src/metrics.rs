@@ -10,7 +10,8 @@ pub struct Metrics {
     /// write), invalidate (keys deleted after a mutation); `result`: ok |
     /// fenced (a node could not confirm in time and was fenced before the
     /// mutation was answered) | error (answered EIO: neither confirmed nor
-    /// fenced in time) | queued.
+    /// fenced in time) | queued | known_empty (a stat delete skipped: the
+    /// key holds nothing, see `clean`).
     pub cache_ops: IntCounterVec,
 }
 

@@ -1,6 +1,7 @@
 //! The SMCache translator: docs/design.md §4 (stat, read, write and the other mutations), server side.
 
 use crate::changes::{self, Change, K};
+use crate::clean::Clean;
 use crate::locks::FileLocks;
 use crate::metrics;
 use crate::state::{Layout, Layouts};
@@ -49,6 +50,8 @@ struct Inner {
     below: Next,
     layouts: Layouts,
     locks: FileLocks,
+    /// stat keys known to hold nothing (deletes that may be skipped)
+    clean: Clean,
     opts: SmOptions,
     /// nodes we want fenced, read by gateways with the volume config
     fences: Arc<FenceRequests>,
@@ -66,7 +69,15 @@ impl SmCache {
     ) -> SmCache {
         let layouts = Layouts::new(config, opts.bank.clone());
         let metrics = metrics::Metrics::register(registry);
-        let inner = Arc::new(Inner { below: below.clone(), layouts, locks: FileLocks::default(), opts, fences, metrics });
+        let inner = Arc::new(Inner {
+            below: below.clone(),
+            layouts,
+            locks: FileLocks::default(),
+            clean: Clean::default(),
+            opts,
+            fences,
+            metrics,
+        });
         SmCache { inner, below }
     }
 
@@ -99,13 +110,26 @@ impl Inner {
     /// that no gateway reads a key the stuck node may still hold. Only if
     /// no fence comes within a few leases is the answer EIO.
     async fn commit(&self, l: &Layout, changes: Vec<Change>, op: &str) -> FsResult<()> {
+        let epoch = l.config.epoch;
+        let all = changes.len();
+        let changes: Vec<Change> = changes
+            .into_iter()
+            .filter(|c| !matches!(c, Change::Del(K::Stat(f)) if self.clean.known_empty(epoch, *f)))
+            .collect();
+        self.metrics.count(op, "known_empty", (all - changes.len()) as u64);
         if changes.is_empty() {
             return Ok(());
         }
         let n = changes.len() as u64;
+        let before = self.clean.generation();
         let mut failed = self.apply(l, &changes).await;
         if failed.is_empty() {
             self.metrics.count(op, "ok", n);
+            let stats = changes.iter().filter_map(|c| match c {
+                Change::Del(K::Stat(f)) => Some(*f),
+                _ => None,
+            });
+            self.clean.deleted(epoch, before, stats);
             return Ok(());
         }
         let give_up = Instant::now() + Duration::from_millis(l.config.lease_ms.max(1)) * 4 + Duration::from_secs(1);
@@ -218,6 +242,22 @@ impl Translator for SmCache {
 
     fn next(&self) -> Option<&Next> {
         Some(&self.below)
+    }
+
+    /// A getattr or lookup may feed a gateway's populate of the file's stat:
+    /// its delete is no longer known unneeded (see `clean`).
+    async fn getattr(&self, loc: &Loc) -> FsResult<Attr> {
+        let r = self.inner.clean.reading(loc.fid);
+        let a = self.below.getattr(loc).await?;
+        r.answered(a.fid);
+        Ok(a)
+    }
+
+    async fn lookup(&self, parent: &Loc, name: &str) -> FsResult<Attr> {
+        let r = self.inner.clean.reading(None);
+        let a = self.below.lookup(parent, name).await?;
+        r.answered(a.fid);
+        Ok(a)
     }
 
     /// Read whole covering blocks, answer the requested range, and queue the
