@@ -87,6 +87,7 @@ pub fn encode_reply(epoch: u64, result: &Result<Reply, FsError>) -> Message {
                 x.written.enc(&mut w);
                 x.attr.enc(&mut w);
                 x.size_before.enc(&mut w);
+                x.blocks_before.enc(&mut w);
             }
             Reply::Entries(x) => {
                 w.reserve(x.len() * 64);
@@ -138,6 +139,7 @@ pub fn decode_reply(msg: &Message) -> Result<ReplyMsg, WireError> {
             written: Dec::dec(&mut r)?,
             attr: Dec::dec(&mut r)?,
             size_before: Dec::dec(&mut r)?,
+            blocks_before: Dec::dec(&mut r)?,
         })),
         8 => Ok(Reply::Entries(Dec::dec(&mut r)?)),
         9 => Ok(Reply::StatFs(Dec::dec(&mut r)?)),

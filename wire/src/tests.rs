@@ -165,8 +165,8 @@ fn reply() -> impl Strategy<Value = Result<Reply, FsError>> {
         removed().prop_map(|r| Ok(Reply::Removed(r))),
         (fid(), proptest::option::of(removed())).prop_map(|(moved, replaced)| Ok(Reply::Renamed(Renamed { moved, replaced }))),
         bytes().prop_map(|d| Ok(Reply::Data(d))),
-        (any::<u32>(), proptest::option::of(attr()), proptest::option::of(any::<u64>()))
-            .prop_map(|(written, attr, size_before)| Ok(Reply::Written(WriteReply { written, attr, size_before }))),
+        (any::<u32>(), proptest::option::of(attr()), proptest::option::of(any::<u64>()), proptest::option::of(any::<u64>()))
+            .prop_map(|(written, attr, size_before, blocks_before)| Ok(Reply::Written(WriteReply { written, attr, size_before, blocks_before }))),
         proptest::collection::vec(entry, 0..20).prop_map(|e| Ok(Reply::Entries(e))),
         statfs.prop_map(|s| Ok(Reply::StatFs(s))),
         proptest::collection::vec(name(), 0..10).prop_map(|n| Ok(Reply::Names(n))),

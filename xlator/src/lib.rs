@@ -24,6 +24,7 @@ mod error;
 pub mod fops;
 mod translator;
 pub mod types;
+mod written;
 
 pub use error::{FsError, FsResult};
 pub use around::{Around, Wrap};

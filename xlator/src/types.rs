@@ -203,15 +203,20 @@ pub struct XattrFlags {
 }
 
 /// Result of a write: bytes written and, when the layer below knows them,
-/// the attributes after the write (lets SMCache refresh stat without another
-/// call) and the file's size just before it (lets stripe cut back an
-/// extension that a partly failed write left behind; see docs/design.md,
-/// "partial writes").
+/// the attributes after the write, and the size and blocks just before it.
+///
+/// From a storage server these describe its copy of the file: the size
+/// before lets stripe cut back an extension that a partly failed write left
+/// behind (docs/design.md, "partial writes"). Above stripe they describe the
+/// copies the write reached, merged (the others are not in them: the
+/// volume's attributes come from [`WriteReply::attr_after`] applied to the
+/// attributes before).
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct WriteReply {
     pub written: u32,
     pub attr: Option<Attr>,
     pub size_before: Option<u64>,
+    pub blocks_before: Option<u64>,
 }
 
 /// Read payloads travel as `Bytes` so a block can go from socket buffer to

@@ -173,7 +173,7 @@ mod tests {
         async fn write(&self, _loc: &Loc, offset: u64, data: Bytes) -> FsResult<WriteReply> {
             self.calls.lock().unwrap().push(format!("write@{offset}"));
             *self.size.lock().unwrap() = offset + data.len() as u64;
-            Ok(WriteReply { written: data.len() as u32, attr: None, size_before: None })
+            Ok(WriteReply { written: data.len() as u32, attr: None, size_before: None, blocks_before: None })
         }
     }
 

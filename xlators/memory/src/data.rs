@@ -131,9 +131,10 @@ impl Fs {
         let fid = self.data(loc)?;
         if data.is_empty() {
             let attr = self.write_attr(fid);
-            return Ok(WriteReply { written: 0, size_before: Some(attr.size), attr: Some(attr) });
+            return Ok(WriteReply { written: 0, size_before: Some(attr.size), blocks_before: Some(attr.blocks), attr: Some(attr) });
         }
         let end = offset.checked_add(data.len() as u64).filter(|&e| e <= MAX_FILE).ok_or(FsError::EFBIG)?;
+        let blocks_before = Some(self.attr(fid).blocks);
         let i = self.inode_mut(fid);
         let Content::File(d) = &mut i.content else { return err(libc::EINVAL) };
         let size_before = Some(d.len() as u64);
@@ -142,7 +143,7 @@ impl Fs {
         }
         d[offset as usize..end as usize].copy_from_slice(data);
         i.touch_mtime();
-        Ok(WriteReply { written: data.len() as u32, attr: Some(self.write_attr(fid)), size_before })
+        Ok(WriteReply { written: data.len() as u32, attr: Some(self.write_attr(fid)), size_before, blocks_before })
     }
 
     /// posix answers a write with nlink at least 1, even for a file whose

@@ -97,16 +97,18 @@ impl Posix {
     /// size did not grow). Once bytes landed, no later failure turns the
     /// answer into an error.
     ///
-    /// It also carries the size the file had just before: a striped write
-    /// whose other pieces failed cuts back what this one extended (stripe's
-    /// `write` module). One more fstat per write, a few hundred nanoseconds.
+    /// It also carries the size and blocks the file had just before: a
+    /// striped write whose other pieces failed cuts back what this one
+    /// extended (stripe's `write` module), and one that landed tells the
+    /// gateway how the file's blocks moved (`WriteReply::attr_after`). One
+    /// more fstat per write, a few hundred nanoseconds.
     pub fn write(&self, loc: &Loc, offset: u64, data: &[u8]) -> io::Result<WriteReply> {
         let (fd, fid) = self.data_fd(loc)?;
-        let size_before = match sys::fstat(raw(&fd)) {
-            Ok(st) => Some(st.st_size as u64),
+        let (size_before, blocks_before) = match sys::fstat(raw(&fd)) {
+            Ok(st) => (Some(st.st_size as u64), Some(st.st_blocks as u64)),
             Err(e) => {
                 tracing::warn!(%fid, "stat before a write failed: {e}");
-                None
+                (None, None)
             }
         };
         let written = match sys::pwrite_full(raw(&fd), data, offset) {
@@ -129,7 +131,7 @@ impl Posix {
                 None
             }
         };
-        Ok(WriteReply { written: written as u32, attr, size_before })
+        Ok(WriteReply { written: written as u32, attr, size_before, blocks_before })
     }
 
     /// Entries after `cookie`. Cookies are the file system's own `d_off`

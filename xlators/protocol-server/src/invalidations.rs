@@ -111,7 +111,7 @@ mod tests {
     #[test]
     fn what_each_mutation_calls_back() {
         let write = Request::Write { loc: at(5), offset: 8192, data: Bytes::from_static(&[1; 100]) };
-        let written = Reply::Written(WriteReply { written: 60, attr: None, size_before: None });
+        let written = Reply::Written(WriteReply { written: 60, attr: None, size_before: None, blocks_before: None });
         assert!(mutates(&write));
         assert_eq!(of(&write, &written), vec![Invalidation::data(FileId(5), 8192, 60)]);
 

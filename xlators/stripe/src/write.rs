@@ -44,7 +44,8 @@ pub(crate) async fn write(st: &Stripe, loc: &Loc, offset: u64, data: Data) -> Fs
     .await;
     let (written, stopped_by) = landed_prefix(&pieces, &results);
     if written as usize == data.len() {
-        return Ok(WriteReply { written, attr: None, size_before: None });
+        let (attr, blocks_before) = written_copies(&pieces, &results).unzip();
+        return Ok(WriteReply { written, attr, size_before: None, blocks_before });
     }
     let end = offset + u64::from(written);
     tracing::debug!(path = %loc.path, offset, len = data.len(), written, ?stopped_by, "stripe: a write landed in part");
@@ -55,9 +56,54 @@ pub(crate) async fn write(st: &Stripe, loc: &Loc, offset: u64, data: Data) -> Fs
     )
     .await;
     if written > 0 {
-        return Ok(WriteReply { written, attr: None, size_before: None });
+        return Ok(WriteReply { written, attr: None, size_before: None, blocks_before: None });
     }
     Err(stopped_by.unwrap_or_else(|| pick_error(results.iter().filter_map(|r| r.as_ref().err().copied()))))
+}
+
+/// The copies a write that landed whole reached, merged after it (size the
+/// largest, blocks the sum, times the latest), and their blocks before it:
+/// what the gateway needs to redo the volume's merge from the attributes it
+/// had (`WriteReply::attr_after`). None when a server did not say, or the
+/// copies disagree on what a write leaves alone.
+///
+/// A server may get several pieces at once, each answering with a stat
+/// before and after its own: the one taken first (the smallest blocks
+/// before; a write only adds blocks) precedes all of them, and the one
+/// taken last (the largest after) follows them all.
+fn written_copies(pieces: &[Piece], results: &[FsResult<WriteReply>]) -> Option<(Attr, u64)> {
+    let mut out: Option<Attr> = None;
+    let (mut after, mut before) = (0u64, 0u64);
+    let mut servers: Vec<usize> = pieces.iter().map(|p| p.server).collect();
+    servers.sort_unstable();
+    servers.dedup();
+    for k in servers {
+        let (mut k_after, mut k_before) = (0u64, u64::MAX);
+        for (_, r) in pieces.iter().zip(results).filter(|(p, _)| p.server == k) {
+            let r = r.as_ref().ok()?;
+            let a = r.attr.as_ref()?;
+            k_before = k_before.min(r.blocks_before?);
+            k_after = k_after.max(a.blocks);
+            match &mut out {
+                None => out = Some(a.clone()),
+                Some(o) => {
+                    let same = |a: &Attr| (a.fid, a.kind, a.perm, a.uid, a.gid);
+                    if same(o) != same(a) {
+                        return None;
+                    }
+                    o.size = o.size.max(a.size);
+                    o.atime = o.atime.max(a.atime);
+                    o.mtime = o.mtime.max(a.mtime);
+                    o.ctime = o.ctime.max(a.ctime);
+                }
+            }
+        }
+        after += k_after;
+        before += k_before;
+    }
+    let mut out = out?;
+    out.blocks = after;
+    Some((out, before))
 }
 
 /// Bytes landed from the start of the request without a gap (a failed or
@@ -138,7 +184,8 @@ mod tests {
             fid: FileId::ROOT,
             kind: FileKind::File,
             size: after,
-            blocks: 0,
+            // (one block a byte: enough to follow what adds up)
+            blocks: after,
             perm: 0o644,
             nlink: 1,
             uid: 0,
@@ -148,7 +195,7 @@ mod tests {
             mtime: t,
             ctime: t,
         };
-        Ok(WriteReply { written, attr: Some(attr), size_before: Some(before) })
+        Ok(WriteReply { written, attr: Some(attr), size_before: Some(before), blocks_before: Some(before) })
     }
 
     #[test]
@@ -176,7 +223,28 @@ mod tests {
         let r = vec![Err(FsError::ENOSPC), ok(10, 60, 60), Err(FsError::ENOSPC), ok(10, 60, 60)];
         assert_eq!(cut_back_to(0, false, 10, &p, &r), None);
         // Unknown old size: left alone (and logged).
-        let r = vec![Err(FsError::ENOSPC), Ok(WriteReply { written: 10, attr: None, size_before: None }), Err(FsError::EIO), ok(10, 25, 50)];
+        let r = vec![Err(FsError::ENOSPC), Ok(WriteReply { written: 10, attr: None, size_before: None, blocks_before: None }), Err(FsError::EIO), ok(10, 25, 50)];
         assert_eq!(cut_back_to(0, false, 10, &p, &r), None);
+    }
+
+    #[test]
+    fn a_whole_write_tells_how_the_copies_it_reached_moved() {
+        // Units of 10 on 2 servers: s1@10, s0@20, s1@30, s0@40. Server 1's
+        // two pieces ran at once (both saw 20 before, 40 after); server 0's
+        // one after the other.
+        let p = layout::pieces(10, 40, 10, 2);
+        let r = vec![ok(10, 20, 40), ok(10, 25, 30), ok(10, 20, 40), ok(10, 30, 50)];
+        let (a, before) = written_copies(&p, &r).unwrap();
+        assert_eq!((a.size, a.blocks, before), (50, 40 + 50, 20 + 25));
+        // A server that did not say: nothing.
+        let mut r2 = r.clone();
+        r2[3] = Ok(WriteReply { written: 10, attr: None, size_before: None, blocks_before: None });
+        assert_eq!(written_copies(&p, &r2), None);
+        // Copies that disagree on what a write leaves alone: nothing.
+        let mut r3 = r;
+        if let Ok(w) = &mut r3[0] {
+            w.attr.as_mut().unwrap().perm = 0o600;
+        }
+        assert_eq!(written_copies(&p, &r3), None);
     }
 }
