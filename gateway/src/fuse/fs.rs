@@ -273,12 +273,13 @@ impl Filesystem for GatewayFs {
             atime: atime.map(time_set),
             mtime: mtime.map(time_set),
         };
-        // (see `memo`: the servers do not call back the gateway that asked)
-        self.kc.changing_inode(ino.0);
+        // (see `memo`: the servers do not call back the gateway that asked;
+        // the answer is the merge of every copy's, as a getattr's)
+        let (_, m) = self.kc.changing_attrs(ino.0);
         let k2 = kc.clone();
         let work = async move {
             let r = xl.setattr(&loc?, &set).await;
-            k2.changing_inode(ino.0);
+            k2.changed_attrs(t, m, ino.0, r.as_ref().ok());
             r
         };
         self.answer(reply, work, move |r, a| r.attr(&kc.ttl(t), &convert::attr(&a)));
@@ -445,8 +446,10 @@ impl Filesystem for GatewayFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        let (xl, appends, loc, kc) = (self.xl.clone(), self.appends.clone(), self.inodes.loc(ino.0), self.kc.clone());
-        kc.changing_inode(ino.0);
+        let (xl, appends, loc, kc, t) = (self.xl.clone(), self.appends.clone(), self.inodes.loc(ino.0), self.kc.clone(), self.kc.ticket());
+        // What was remembered goes (the kernel asks for the attributes
+        // after every write) and comes back updated by the write's answer.
+        let (before, m) = kc.changing_attrs(ino.0);
         // fuser reuses its receive buffer: this is the one copy of the payload.
         let data = Bytes::copy_from_slice(data);
         // (A page written back from a shared mapping is no append, whatever
@@ -456,7 +459,8 @@ impl Filesystem for GatewayFs {
             let loc = loc?;
             if !is_append {
                 let r = xl.write(&loc, offset, data).await;
-                kc.changing_inode(ino.0);
+                let after = r.as_ref().ok().zip(before.as_ref()).and_then(|(w, b)| w.attr_after(b));
+                kc.changed_attrs(t, m, ino.0, after.as_ref());
                 return r;
             }
             // The kernel's idea of the end may be stale (another gateway

@@ -163,6 +163,22 @@ impl KernelCache {
         self.memo.forget_attrs(ino);
     }
 
+    /// [`KernelCache::changing_inode`] for a change whose answer gives the
+    /// attributes after it (a setattr, a write): hands back the attributes
+    /// remembered before, and the memo's ticket for
+    /// [`KernelCache::changed_attrs`].
+    pub fn changing_attrs(&self, ino: u64) -> (Option<xlator::Attr>, MemoTicket) {
+        self.memo.take_attrs(ino)
+    }
+
+    /// The change [`KernelCache::changing_attrs`] gave `m` for, in a
+    /// request that started with `t`, left inode `ino` with attributes `a`
+    /// (None: unknown, or it failed): remembered if nothing moved
+    /// meanwhile and the lease holds, else forgotten.
+    pub fn changed_attrs(&self, t: Ticket, m: MemoTicket, ino: u64, a: Option<&xlator::Attr>) {
+        self.memo.store_changed(m, ino, a.filter(|_| !self.ttl(t).is_zero()));
+    }
+
     /// [`KernelCache::changing_inode`] for its xattrs: its remembered
     /// capability goes too.
     pub fn changing_xattrs(&self, ino: u64) {

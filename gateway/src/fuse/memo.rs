@@ -19,6 +19,9 @@
 //! - a change made through this gateway (servers do not call back the
 //!   gateway that asked): a write or setattr forgets its inode, a namespace
 //!   change what it touches, before it is sent and again once answered.
+//!   A setattr's answer is the inode's attributes after it, and a write's
+//!   gives them from those before (`WriteReply::attr_after`): the answer
+//!   replaces what was forgotten, if nothing moved meanwhile.
 //!
 //! Every forget moves an epoch, and an answer is remembered only if the
 //! epoch did not move while it was being fetched (it may predate the
@@ -167,12 +170,42 @@ impl Memo {
         self.inner.lock().unwrap().complete.remove(&parent);
     }
 
-    /// Inode `ino`'s attributes (not its xattrs) are changing: a write or
-    /// setattr through this gateway.
+    /// Inode `ino`'s attributes (not its xattrs) are changing through this
+    /// gateway (a link: its nlink; an append).
     pub fn forget_attrs(&self, ino: u64) {
         let mut m = self.inner.lock().unwrap();
         m.epoch += 1;
         m.attrs.remove(&ino);
+    }
+
+    /// [`Memo::forget_attrs`] at the start of a change through this gateway
+    /// that knows its result (a write, a setattr): hands back what was
+    /// remembered, and the ticket [`Memo::store_changed`] takes.
+    pub fn take_attrs(&self, ino: u64) -> (Option<Attr>, MemoTicket) {
+        let mut m = self.inner.lock().unwrap();
+        m.epoch += 1;
+        (m.attrs.remove(&ino), MemoTicket(m.epoch))
+    }
+
+    /// The change that [`Memo::take_attrs`] gave `t` for is answered: inode
+    /// `ino`'s attributes are now `a`, remembered if nothing moved since
+    /// (else, or if unknown, forgotten). The epoch moves either way: an
+    /// answer fetched meanwhile may predate the change.
+    pub fn store_changed(&self, t: MemoTicket, ino: u64, a: Option<&Attr>) -> bool {
+        let mut m = self.inner.lock().unwrap();
+        let fresh = m.epoch == t.0;
+        m.epoch += 1;
+        match a {
+            Some(a) if fresh && a.fid.ino() == ino => {
+                m.make_room();
+                m.attrs.insert(ino, a.clone());
+                true
+            }
+            _ => {
+                m.attrs.remove(&ino);
+                false
+            }
+        }
     }
 
     /// Inode `ino` changed (or is changing): attributes and capability.
@@ -246,6 +279,32 @@ mod tests {
         assert!(m.store_entry(t, dir.fid.ino(), "f", &f));
         m.clear();
         assert!(m.entry(dir.fid.ino(), "f").is_none());
+    }
+
+    #[test]
+    fn a_change_here_leaves_its_result_unless_something_moved_meanwhile() {
+        let m = Memo::default();
+        let (before, after) = (attr(5, 1), attr(5, 2));
+        let ino = before.fid.ino();
+        m.store_attr(m.ticket(), &before);
+        let (was, t) = m.take_attrs(ino);
+        assert_eq!(was, Some(before.clone()));
+        assert!(m.attr(ino).is_none(), "forgotten while the change is under way");
+        // an answer fetched meanwhile may predate the change: never stored
+        let meanwhile = m.ticket();
+        assert!(m.store_changed(t, ino, Some(&after)));
+        m.store_attr(meanwhile, &before);
+        assert_eq!(m.attr(ino), Some(after.clone()));
+        // anything forgotten during the change (a callback): not stored
+        let (_, t) = m.take_attrs(ino);
+        m.forget_inode(99);
+        assert!(!m.store_changed(t, ino, Some(&after)));
+        assert!(m.attr(ino).is_none());
+        // two changes at once: neither result is known to be the last
+        m.store_attr(m.ticket(), &before);
+        let ((_, t1), (was2, t2)) = (m.take_attrs(ino), m.take_attrs(ino));
+        assert!(was2.is_none() && !m.store_changed(t1, ino, Some(&after)));
+        assert!(!m.store_changed(t2, ino, None) && m.attr(ino).is_none());
     }
 
     fn dir(fid: u128) -> Attr {
