@@ -39,6 +39,7 @@ fn strangers_on_the_storage_port_are_refused_before_any_operation() {
         .arg(&source)
         .arg(&c.storage_addrs()[0])
         .arg(c.secret_file())
+        .arg(transport::tcp::PROTOCOL_VERSION.to_string())
         .uid(ATTACKER)
         .gid(ATTACKER)
         .output()

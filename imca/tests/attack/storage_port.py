@@ -3,7 +3,10 @@
 # the volume secret. Prints one JSON object of what happened.
 import json, os, socket, struct, sys
 
-addr, secret_file = sys.argv[1], sys.argv[2]
+# The protocol version comes from the test (transport::tcp::PROTOCOL_VERSION):
+# an attacker speaks the server's current protocol, so a refusal is about
+# credentials, never about a stale version.
+addr, secret_file, version = sys.argv[1], sys.argv[2], int(sys.argv[3])
 host, port = addr.rsplit(":", 1)
 out = {"uid": os.getuid()}
 
@@ -15,7 +18,7 @@ except PermissionError:
 
 def hello(flags, nonce):
     # "IMCA" u16 version u16 status u32 max_frame u32 idle | u32 flags u32 0 | nonce[32] | proof[32]
-    return b"IMCA" + struct.pack("<HHIIII", 4, 0, 1 << 20, 0, flags, 0) + nonce + bytes(32)
+    return b"IMCA" + struct.pack("<HHIIII", version, 0, 1 << 20, 0, flags, 0) + nonce + bytes(32)
 
 def recv_exact(s, n):
     b = b""

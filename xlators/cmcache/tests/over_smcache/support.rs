@@ -73,11 +73,11 @@ impl Stack {
             self.registries[g]
                 .gather()
                 .iter()
-                .filter(|f| f.get_name() == "imca_gateway_cache_total")
+                .filter(|f| f.name() == "imca_gateway_cache_total")
                 .flat_map(|f| f.get_metric().iter())
                 .filter(|m| {
                     let l = m.get_label();
-                    l.iter().any(|p| p.get_value() == "create") && l.iter().any(|p| p.get_value() == "populate")
+                    l.iter().any(|p| p.value() == "create") && l.iter().any(|p| p.value() == "populate")
                 })
                 .map(|m| m.get_counter().get_value() as u64)
                 .sum::<u64>()
