@@ -185,6 +185,7 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
 
     let inodes = std::sync::Arc::new(fuse::inodes::Inodes::new());
     let kc = std::sync::Arc::new(fuse::KernelCache::new(args.kernel_cache, clients.len(), inodes));
+    kc.register_metrics(&registry)?;
     // The polls hold this gateway's leases: the kernel may cache under them
     // (mode on), and the servers keep its locks while they last (any mode).
     for (i, c) in clients.iter().enumerate() {

@@ -4,6 +4,7 @@
 //! request is turned into a task on the tokio runtime that owns its reply and
 //! answers when the pipeline does, so one slow read never holds up others.
 
+use super::ahead::Ahead;
 use super::answer::{answer, finish, Answer};
 use super::append::Appends;
 use super::convert;
@@ -45,6 +46,8 @@ pub struct GatewayFs {
     next_fh: AtomicU64,
     /// opens still on their way to the servers (kernel caching on)
     opens: Arc<Opens>,
+    /// directories listed ahead of a walk's lookups
+    ahead: Arc<Ahead>,
 }
 
 impl GatewayFs {
@@ -59,6 +62,7 @@ impl GatewayFs {
             locks: Arc::default(),
             next_fh: AtomicU64::new(1),
             opens: Arc::default(),
+            ahead: Arc::default(),
         }
     }
 
@@ -217,6 +221,8 @@ impl Filesystem for GatewayFs {
             if self.kc.memo_absent(parent.0, n) {
                 return reply.error(Errno::ENOENT);
             }
+            // A walk through a directory not remembered: list it ahead.
+            self.ahead.missed(&self.rt, &self.xl, &self.kc, parent.0, ploc);
         }
         let (kc, m) = (self.kc.clone(), self.kc.memo_ticket());
         let args = args.map(|(p, n)| (p, n.to_string(), ()));

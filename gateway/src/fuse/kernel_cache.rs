@@ -16,6 +16,7 @@
 //! (`FUSE_AUTO_INVAL_DATA`). Kernel notifications never run on a fuser
 //! thread: the kernel may wait on a request that thread would have to read.
 
+use super::here::Here;
 use super::inodes::Inodes;
 use super::memo::{Memo, MemoTicket};
 use fuser::{INodeNo, Notifier};
@@ -51,6 +52,8 @@ pub struct KernelCache {
     notifier: OnceLock<Notifier>,
     /// what was answered, for re-validations (see `memo`)
     memo: Memo,
+    /// what was answered from `memo` (metrics)
+    here: Here,
 }
 
 impl KernelCache {
@@ -63,7 +66,13 @@ impl KernelCache {
             epoch: AtomicU64::new(0),
             notifier: OnceLock::new(),
             memo: Memo::default(),
+            here: Here::default(),
         }
+    }
+
+    /// Show the counts of answers given here in `registry`.
+    pub fn register_metrics(&self, registry: &prometheus::Registry) -> prometheus::Result<()> {
+        self.here.register(registry)
     }
 
     pub fn mode(&self) -> Mode {
@@ -105,17 +114,31 @@ impl KernelCache {
     /// lease holds (see `memo`); with the TTL to give.
     pub fn memo_attr(&self, ino: u64) -> Option<(xlator::Attr, Duration)> {
         self.memo_serves()?;
-        Some((self.memo.attr(ino)?, self.remaining()))
+        let a = self.memo.attr(ino)?;
+        self.here.getattr.inc();
+        Some((a, self.remaining()))
     }
 
     /// [`KernelCache::memo_attr`] for `name` in directory `parent`.
     pub fn memo_entry(&self, parent: u64, name: &str) -> Option<(xlator::Attr, Duration)> {
         self.memo_serves()?;
-        Some((self.memo.entry(parent, name)?, self.remaining()))
+        let a = self.memo.entry(parent, name)?;
+        self.here.lookup.inc();
+        Some((a, self.remaining()))
     }
 
     fn memo_serves(&self) -> Option<()> {
-        (self.mode == Mode::On && !self.remaining().is_zero()).then_some(())
+        self.memo_serving().then_some(())
+    }
+
+    /// Whether what is remembered now is served (kernel caching on, lease held).
+    pub fn memo_serving(&self) -> bool {
+        self.mode == Mode::On && !self.remaining().is_zero()
+    }
+
+    /// A stat-ahead listing saw `n` entries (see `ahead`).
+    pub fn count_ahead(&self, n: usize) {
+        self.here.stat_ahead.inc_by(n as u64);
     }
 
     /// Remember the answers of a request that started with `t` and `m`
@@ -135,7 +158,11 @@ impl KernelCache {
     /// Whether `name` is known not to exist in `parent` (a directory made
     /// through this gateway that holds only names remembered; see `memo`).
     pub fn memo_absent(&self, parent: u64, name: &str) -> bool {
-        self.memo_serves().is_some() && self.memo.absent(parent, name)
+        let absent = self.memo_serves().is_some() && self.memo.absent(parent, name);
+        if absent {
+            self.here.lookup_absent.inc();
+        }
+        absent
     }
 
     /// Name `name` was added to directory `parent` through this gateway by
@@ -200,7 +227,11 @@ impl KernelCache {
     /// lease, and a change elsewhere is called back for the inode (set and
     /// remove xattr invalidate its attributes), which forgets it here.
     pub fn has_no_caps(&self, ino: u64) -> bool {
-        self.memo_serves().is_some() && self.memo.no_caps(ino)
+        let none = self.memo_serves().is_some() && self.memo.no_caps(ino);
+        if none {
+            self.here.capability.inc();
+        }
+        none
     }
 
     /// A server said inode `ino` has no capability, in answer to a request

@@ -1,10 +1,12 @@
 //! The FUSE side of the gateway: the kernel's requests become translator calls.
 
+mod ahead;
 mod answer;
 mod append;
 pub mod convert;
 pub mod dirs;
 pub mod fs;
+mod here;
 pub mod inodes;
 pub mod kernel_cache;
 pub mod locks;

@@ -1,0 +1,47 @@
+//! What the gateway answered by itself, without a storage server or the
+//! bank: the memo's re-validations, the absent names of directories made
+//! here, the "no capability" answers before writes, and the names the
+//! stat-ahead listings remembered. Not seen by io-stats (these requests
+//! never enter the pipeline), so counted here for the operator.
+//!
+//! `imca_gateway_answered_here_total{op}`: op lookup | lookup_absent |
+//! getattr | capability; `imca_gateway_stat_ahead_entries_total`.
+
+use prometheus::{IntCounter, IntCounterVec, Opts, Registry};
+
+pub struct Here {
+    pub lookup: IntCounter,
+    pub lookup_absent: IntCounter,
+    pub getattr: IntCounter,
+    pub capability: IntCounter,
+    answered: IntCounterVec,
+    pub stat_ahead: IntCounter,
+}
+
+impl Default for Here {
+    fn default() -> Here {
+        let answered = IntCounterVec::new(
+            Opts::new("imca_gateway_answered_here_total", "FUSE requests the gateway answered from what it remembers, by operation"),
+            &["op"],
+        )
+        .expect("valid metric");
+        let op = |o: &str| answered.with_label_values(&[o]);
+        Here {
+            lookup: op("lookup"),
+            lookup_absent: op("lookup_absent"),
+            getattr: op("getattr"),
+            capability: op("capability"),
+            stat_ahead: IntCounter::new("imca_gateway_stat_ahead_entries_total", "Directory entries listed ahead of a walk's lookups")
+                .expect("valid metric"),
+            answered,
+        }
+    }
+}
+
+impl Here {
+    /// Show the counters in `registry` (they count from the start either way).
+    pub fn register(&self, registry: &Registry) -> prometheus::Result<()> {
+        registry.register(Box::new(self.answered.clone()))?;
+        registry.register(Box::new(self.stat_ahead.clone()))
+    }
+}
