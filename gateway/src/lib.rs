@@ -67,6 +67,12 @@ pub struct Args {
     /// gateway, for measurement or as a fallback).
     #[arg(long, value_name = "on|off", default_value = "on", num_args = 0..=1, default_missing_value = "on")]
     pub kernel_cache: fuse::KernelCacheMode,
+    /// With kernel caching on: after this many lookups in one directory
+    /// reached the storage servers, list the directory with attributes in
+    /// the background and answer the walk's further lookups from it
+    /// (stat-ahead; 0: never).
+    #[arg(long, value_name = "MISSES", default_value_t = 4, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub stat_ahead: u64,
     /// Serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long)]
     pub metrics: Option<String>,
@@ -191,7 +197,7 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
     for (i, c) in clients.iter().enumerate() {
         tokio::spawn(fuse::kernel_cache::poll_loop(i, c.clone(), kc.clone(), drain.stopped()));
     }
-    let fs = fuse::GatewayFs::new(tokio::runtime::Handle::current(), graph.top.clone(), kc.clone());
+    let fs = fuse::GatewayFs::new(tokio::runtime::Handle::current(), graph.top.clone(), kc.clone()).stat_ahead(args.stat_ahead);
     let threads = args.fuse_threads.unwrap_or_else(|| cpus().clamp(2, 8));
     let mp = mountpoint.clone();
     let mounted = tokio::task::spawn_blocking(move || mount::Mounted::mount(fs, &mp, threads)).await??;

@@ -25,8 +25,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use xlator::{Loc, Next};
 
-/// Misses in one directory that start a listing of it.
-const TRIGGER: u64 = 4;
+/// Misses in one directory that start a listing of it, by default.
+pub const TRIGGER: u64 = 4;
 /// Names one listing remembers at most (64 requests of 256).
 const MAX_LISTED: usize = 16_384;
 /// Entries asked of the pipeline per request.
@@ -43,16 +43,21 @@ struct Dir {
 }
 
 /// Per-directory miss counts (see the module doc).
-#[derive(Default)]
 pub struct Ahead {
+    /// misses that start a listing (0: none does)
+    trigger: u64,
     dirs: Mutex<HashMap<u64, Dir>>,
 }
 
 impl Ahead {
+    pub fn new(trigger: u64) -> Ahead {
+        Ahead { trigger, dirs: Mutex::default() }
+    }
+
     /// A LOOKUP in directory `dir` (at `loc`) went to the servers: list the
     /// directory in the background if it is due.
     pub fn missed(self: &Arc<Self>, rt: &tokio::runtime::Handle, xl: &Next, kc: &Arc<KernelCache>, dir: u64, loc: &Loc) {
-        if !kc.memo_serving() || !self.due(dir) {
+        if self.trigger == 0 || !kc.memo_serving() || !self.due(dir) {
             return;
         }
         let (me, xl, kc, loc) = (self.clone(), xl.clone(), kc.clone(), loc.clone());
@@ -70,7 +75,7 @@ impl Ahead {
         }
         let d = dirs.entry(dir).or_default();
         d.misses += 1;
-        if d.running || d.misses < d.due_at.max(TRIGGER) {
+        if d.running || d.misses < d.due_at.max(self.trigger) {
             return false;
         }
         d.running = true;
@@ -82,7 +87,7 @@ impl Ahead {
         let mut dirs = self.dirs.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(d) = dirs.get_mut(&dir) {
             d.running = false;
-            d.due_at = d.misses + (listed as u64).max(TRIGGER);
+            d.due_at = d.misses + (listed as u64).max(self.trigger);
         }
     }
 }
@@ -118,7 +123,7 @@ mod tests {
 
     #[test]
     fn a_directory_is_listed_after_a_few_misses_then_after_as_many_as_it_held() {
-        let a = Ahead::default();
+        let a = Ahead::new(TRIGGER);
         let due: Vec<bool> = (0..TRIGGER).map(|_| a.due(7)).collect();
         assert_eq!(due.iter().filter(|d| **d).count(), 1);
         assert!(due[TRIGGER as usize - 1], "the {TRIGGER}th miss starts it");
@@ -135,7 +140,7 @@ mod tests {
 
     #[test]
     fn the_table_of_directories_is_bounded() {
-        let a = Ahead::default();
+        let a = Ahead::new(TRIGGER);
         for dir in 0..(MAX_DIRS as u64 * 3) {
             a.due(dir);
         }

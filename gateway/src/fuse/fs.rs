@@ -62,8 +62,15 @@ impl GatewayFs {
             locks: Arc::default(),
             next_fh: AtomicU64::new(1),
             opens: Arc::default(),
-            ahead: Arc::default(),
+            ahead: Arc::new(Ahead::new(super::ahead::TRIGGER)),
         }
+    }
+
+    /// List a directory ahead of a walk after `misses` lookups in it reached
+    /// the servers (0: never; see `ahead`).
+    pub fn stat_ahead(mut self, misses: u64) -> GatewayFs {
+        self.ahead = Arc::new(Ahead::new(misses));
+        self
     }
 
     /// Run `work` on the runtime; answer `reply` with `ok` or the errno.
