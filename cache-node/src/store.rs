@@ -433,7 +433,12 @@ impl Store {
                 }
                 let mut g = self.lock(j);
                 if !g.lru.is_empty() {
-                    self.evict_one(&mut g, false);
+                    // An item read since its last bump is rescued here too
+                    // (memcached's active bit), or a hot key would go
+                    // whenever the sample above found only empty shards.
+                    if !self.evict_one(&mut g, rescues < RESCUES) {
+                        rescues += 1;
+                    }
                     progress = true;
                 }
             }
