@@ -202,6 +202,12 @@ impl Callbacks {
         self.sessions.lock().unwrap().get(&session).is_some_and(|s| self.live(s, Instant::now()))
     }
 
+    /// How long since gateway `session` last renewed its lease here (None:
+    /// this server does not know it).
+    pub fn silent_for(&self, session: u64) -> Option<Duration> {
+        self.sessions.lock().unwrap().get(&session).map(|s| s.renewed.elapsed())
+    }
+
     fn live(&self, s: &Session, now: Instant) -> bool {
         now < s.renewed + self.lease
     }

@@ -25,10 +25,12 @@ pub mod callbacks;
 pub mod invalidations;
 pub mod locks;
 mod metrics;
+pub mod opens;
 
 use callbacks::Callbacks;
 use locks::Locks;
 use metrics::Metrics;
+use opens::Opens;
 use volume::Volume;
 use async_trait::async_trait;
 use std::sync::Arc;
@@ -42,6 +44,8 @@ pub struct ProtocolServer {
     volume: Arc<Volume>,
     callbacks: Callbacks,
     locks: Locks,
+    /// each gateway's opens, released when its lease runs out
+    opens: Opens,
     metrics: Metrics,
 }
 
@@ -63,10 +67,31 @@ impl ProtocolServer {
     ) -> ProtocolServer {
         let callbacks = Callbacks::with_record(lease, record, registry);
         let locks = Locks::new(callbacks.lease(), registry);
-        ProtocolServer { top, volume, callbacks, locks, metrics: Metrics::register(registry) }
+        let opens = Opens::new(callbacks.lease(), registry);
+        ProtocolServer { top, volume, callbacks, locks, opens, metrics: Metrics::register(registry) }
+    }
+
+    /// Release below what gateways whose lease ran out left open (looked
+    /// at once a lease at most; see [`opens`]).
+    fn reap_opens(&self) {
+        let gone = self.opens.reap(&self.callbacks);
+        if gone.is_empty() {
+            return;
+        }
+        let top = self.top.clone();
+        tokio::spawn(async move {
+            for (fid, n) in gone {
+                for _ in 0..n {
+                    if let Err(e) = top.release(&Loc::new("", Some(fid))).await {
+                        tracing::debug!(?fid, "releasing a lapsed gateway's open: {e:?}");
+                    }
+                }
+            }
+        });
     }
 
     async fn dispatch(&self, session: u64, req: Request) -> FsResult<Reply> {
+        self.reap_opens();
         match req {
             // Only in its own envelope: a peer cannot renew another
             // gateway's lease or acknowledge its invalidations.
@@ -91,9 +116,30 @@ impl ProtocolServer {
             Request::Setlk { loc, lock, wait } => {
                 self.locks.setlk(session, &loc, lock, wait, &self.callbacks).await.map(|()| Reply::Unit)
             }
+            Request::Open { loc, flags } => {
+                if let Some(fid) = loc.fid {
+                    self.opens.admit(session, fid)?;
+                }
+                let reply = call(&*self.top, Request::Open { loc: loc.clone(), flags }).await?;
+                if let Some(fid) = loc.fid {
+                    self.opens.opened(session, fid);
+                }
+                Ok(reply)
+            }
+            Request::Release { loc } => match loc.fid {
+                Some(fid) if !self.opens.releasing(session, fid) => Ok(Reply::Unit),
+                _ => call(&*self.top, Request::Release { loc }).await,
+            },
             file_op if invalidations::mutates(&file_op) => {
+                if let Request::Create { new, .. } = &file_op {
+                    self.opens.admit(session, new.fid)?;
+                }
                 let copy = file_op.clone();
                 let reply = call(&*self.top, file_op).await?;
+                if let (Request::Create { .. }, Reply::Attr(a)) = (&copy, &reply) {
+                    // a create opens the file (an existing one too): a release follows
+                    self.opens.opened(session, a.fid);
+                }
                 self.callbacks.invalidate(session, &invalidations::of(&copy, &reply)).await;
                 Ok(reply)
             }

@@ -1,0 +1,203 @@
+//! The opens each gateway holds on this server, so that they end some
+//! leases after the gateway went silent, as its locks end with its lease.
+//!
+//! ```text
+//!  gateway G (session g) ── Open/Create ──> below: ok ──> Opens::opened(g, fid)
+//!                        ── Release     ──> Opens::releasing(g, fid): counted? ──> below
+//!                                                                     not counted: answered here
+//!  any request, once a lease: Opens::reap ── sessions silent for GRACE_LEASES ──> release below, each open
+//! ```
+//!
+//! Below (posix) a file's open count decides the fate of a file whose last
+//! name goes: its data stays until the last release. A gateway that dies
+//! never sends its releases, so without this table such a file would hold
+//! its space until the server restarts. A gateway silent that long has
+//! lost its opens here (its kernel dropped what it cached, too); a release
+//! it sends later for one of them is answered without reaching posix, or it
+//! would take away another gateway's open. Requests outside a session
+//! (tools, tests: `wire::NO_SESSION`) are not counted and pass as before.
+//! Bounded: [`MAX_PER_SESSION`] files open per gateway and [`MAX_OPENS`]
+//! (gateway, file) pairs in all; past them an open fails with EMFILE.
+
+use crate::callbacks::Callbacks;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::time::Instant;
+use wire::NO_SESSION;
+use xlator::{FileId, FsError, FsResult};
+
+/// Files one gateway may hold open on this server.
+pub const MAX_PER_SESSION: usize = 1 << 20;
+/// (gateway, file) pairs held open on this server.
+pub const MAX_OPENS: usize = 1 << 22;
+/// Leases a gateway stays silent before its opens go. Unlike a lock, an
+/// open blocks nobody, so there is no hurry: a gateway starved of CPU for
+/// a lease or two (its lease lapsed, its kernel dropped its caches) keeps
+/// the files it holds open.
+pub const GRACE_LEASES: u32 = 4;
+
+#[derive(Default)]
+struct State {
+    /// per session: when it first opened here, and its opens by file
+    sessions: HashMap<u64, (Instant, HashMap<FileId, u32>)>,
+    /// (session, file) pairs in `sessions`
+    total: usize,
+    last_reap: Option<Instant>,
+}
+
+pub struct Opens {
+    state: Mutex<State>,
+    /// a session is gone once silent this long ([`GRACE_LEASES`])
+    grace: Duration,
+    /// `imca_storage_opens_reclaimed_total`
+    reclaimed: prometheus::IntCounter,
+}
+
+impl Opens {
+    pub fn new(lease: Duration, registry: &prometheus::Registry) -> Opens {
+        let reclaimed = prometheus::IntCounter::new(
+            "imca_storage_opens_reclaimed_total",
+            "Opens released because their gateway's lease ran out",
+        )
+        .expect("valid metric");
+        let _ = registry.register(Box::new(reclaimed.clone()));
+        Opens { state: Mutex::default(), grace: lease * GRACE_LEASES, reclaimed }
+    }
+
+    /// Room for one more open of `fid` by `session`, before it is sent below.
+    pub fn admit(&self, session: u64, fid: FileId) -> FsResult<()> {
+        if session == NO_SESSION {
+            return Ok(());
+        }
+        let st = self.lock();
+        let (held, n) = st.sessions.get(&session).map_or((false, 0), |(_, files)| (files.contains_key(&fid), files.len()));
+        if !held && (n >= MAX_PER_SESSION || st.total >= MAX_OPENS) {
+            return Err(FsError(libc::EMFILE));
+        }
+        Ok(())
+    }
+
+    /// `session` opened `fid` (below answered the open or create).
+    pub fn opened(&self, session: u64, fid: FileId) {
+        if session == NO_SESSION {
+            return;
+        }
+        let mut st = self.lock();
+        let (_, files) = st.sessions.entry(session).or_insert_with(|| (Instant::now(), HashMap::new()));
+        let n = files.entry(fid).or_insert(0);
+        let new = *n == 0;
+        *n = n.saturating_add(1);
+        st.total += usize::from(new);
+    }
+
+    /// `session` releases `fid`: whether the release goes below (false: it
+    /// holds no such open here any more, its lease ran out meanwhile).
+    pub fn releasing(&self, session: u64, fid: FileId) -> bool {
+        if session == NO_SESSION {
+            return true;
+        }
+        let mut st = self.lock();
+        let Some((_, files)) = st.sessions.get_mut(&session) else { return false };
+        let Some(n) = files.get_mut(&fid) else { return false };
+        *n -= 1;
+        if *n == 0 {
+            files.remove(&fid);
+            if files.is_empty() {
+                st.sessions.remove(&session);
+            }
+            st.total -= 1;
+        }
+        true
+    }
+
+    /// Now and then: the opens of sessions silent for [`GRACE_LEASES`]
+    /// leases (or unknown to `live` for as long since their first open
+    /// here), forgotten here; the caller releases each below (file, count).
+    pub fn reap(&self, live: &Callbacks) -> Vec<(FileId, u32)> {
+        let now = Instant::now();
+        let mut st = self.lock();
+        if st.last_reap.is_some_and(|t| now < t + self.grace / GRACE_LEASES) {
+            return Vec::new();
+        }
+        st.last_reap = Some(now);
+        let grace = self.grace;
+        let gone: Vec<u64> = st
+            .sessions
+            .iter()
+            .filter(|(s, (since, _))| now >= *since + grace && live.silent_for(**s).unwrap_or(grace) >= grace)
+            .map(|(s, _)| *s)
+            .collect();
+        let mut out = Vec::new();
+        for s in gone {
+            if let Some((_, files)) = st.sessions.remove(&s) {
+                st.total -= files.len();
+                tracing::info!(session = s, files = files.len(), "a gateway's lease ran out: releasing its opens");
+                out.extend(files);
+            }
+        }
+        self.reclaimed.inc_by(out.iter().map(|(_, n)| u64::from(*n)).sum());
+        out
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opens() -> Opens {
+        Opens::new(Duration::from_millis(100), &prometheus::Registry::new())
+    }
+
+    #[test]
+    fn releases_of_opens_not_held_here_stop_here() {
+        let o = opens();
+        let f = FileId(7);
+        o.opened(1, f);
+        o.opened(1, f);
+        assert!(o.releasing(1, f));
+        assert!(o.releasing(1, f));
+        assert!(!o.releasing(1, f), "a third release takes another gateway's open");
+        assert!(!o.releasing(2, f), "session 2 never opened it");
+        assert!(o.releasing(NO_SESSION, f), "outside a session, as before");
+        assert!(o.lock().sessions.is_empty());
+        assert_eq!(o.lock().total, 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_session_that_never_polled_loses_its_opens_after_its_grace() {
+        let o = opens();
+        let live = Callbacks::new(Duration::from_millis(100), &prometheus::Registry::new());
+        o.opened(1, FileId(7));
+        o.opened(1, FileId(7));
+        o.opened(1, FileId(8));
+        assert!(o.reap(&live).is_empty(), "within its first lease");
+        tokio::time::advance(Duration::from_millis(150)).await;
+        assert!(o.reap(&live).is_empty(), "within its grace");
+        tokio::time::advance(Duration::from_millis(100 * u64::from(GRACE_LEASES))).await;
+        let mut got = o.reap(&live);
+        got.sort();
+        assert_eq!(got, vec![(FileId(7), 2), (FileId(8), 1)]);
+        assert!(!o.releasing(1, FileId(7)), "released on its behalf already");
+        assert_eq!(o.reclaimed.get(), 3);
+    }
+
+    #[test]
+    fn one_gateway_holds_a_bounded_number_of_files_open() {
+        let o = opens();
+        {
+            let mut st = o.lock();
+            st.sessions.insert(1, (Instant::now(), (0..MAX_PER_SESSION as u128).map(|i| (FileId(i), 1)).collect()));
+            st.total = MAX_PER_SESSION;
+        }
+        assert_eq!(o.admit(1, FileId(u128::MAX)), Err(FsError(libc::EMFILE)));
+        assert_eq!(o.admit(1, FileId(3)), Ok(()), "another open of a file it holds");
+        assert_eq!(o.admit(2, FileId(u128::MAX)), Ok(()));
+        o.lock().total = MAX_OPENS;
+        assert_eq!(o.admit(2, FileId(u128::MAX)), Err(FsError(libc::EMFILE)), "nor all of them together");
+    }
+}
