@@ -44,6 +44,10 @@ struct State {
     /// (session, file) pairs in `sessions`
     total: usize,
     last_reap: Option<Instant>,
+    /// the last request seen, and since when they came without a gap of a
+    /// lease (live gateways poll every quarter lease)
+    last_call: Option<Instant>,
+    awake_since: Option<Instant>,
 }
 
 pub struct Opens {
@@ -116,8 +120,16 @@ impl Opens {
     /// here), forgotten here; the caller releases each below (file, count).
     pub fn reap(&self, live: &Callbacks) -> Vec<(FileId, u32)> {
         let now = Instant::now();
+        let lease = self.grace / GRACE_LEASES;
         let mut st = self.lock();
-        if st.last_reap.is_some_and(|t| now < t + self.grace / GRACE_LEASES) {
+        // A lease without a single request: this server was frozen (or
+        // idle), so no gateway could renew; silence says nothing until the
+        // gateways had a grace to come back.
+        if st.last_call.is_none_or(|t| now > t + lease) {
+            st.awake_since = Some(now);
+        }
+        st.last_call = Some(now);
+        if st.awake_since.is_some_and(|t| now < t + self.grace) || st.last_reap.is_some_and(|t| now < t + lease) {
             return Vec::new();
         }
         st.last_reap = Some(now);
@@ -175,15 +187,31 @@ mod tests {
         o.opened(1, FileId(7));
         o.opened(1, FileId(7));
         o.opened(1, FileId(8));
-        assert!(o.reap(&live).is_empty(), "within its first lease");
-        tokio::time::advance(Duration::from_millis(150)).await;
-        assert!(o.reap(&live).is_empty(), "within its grace");
-        tokio::time::advance(Duration::from_millis(100 * u64::from(GRACE_LEASES))).await;
-        let mut got = o.reap(&live);
+        // requests (other gateways' polls) every 20 ms
+        let mut got = Vec::new();
+        let t0 = Instant::now();
+        while got.is_empty() {
+            got = o.reap(&live);
+            assert!(got.is_empty() || t0.elapsed() >= Duration::from_millis(100 * u64::from(GRACE_LEASES)), "within its grace");
+            tokio::time::advance(Duration::from_millis(20)).await;
+        }
         got.sort();
         assert_eq!(got, vec![(FileId(7), 2), (FileId(8), 1)]);
         assert!(!o.releasing(1, FileId(7)), "released on its behalf already");
         assert_eq!(o.reclaimed.get(), 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn nothing_is_reaped_right_after_the_server_itself_was_frozen() {
+        let o = opens();
+        let live = Callbacks::new(Duration::from_millis(100), &prometheus::Registry::new());
+        o.opened(1, FileId(7));
+        assert!(o.reap(&live).is_empty());
+        // frozen (SIGSTOP) for ten leases: the first request after it
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(o.reap(&live).is_empty(), "gateways had no chance to renew");
+        tokio::time::advance(Duration::from_millis(20)).await;
+        assert!(o.reap(&live).is_empty());
     }
 
     #[test]
