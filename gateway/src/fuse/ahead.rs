@@ -8,39 +8,50 @@
 //!
 //! ```text
 //!  LOOKUP miss in D ─> servers (as before)
-//!        └─ 4th miss in D: spawn  list(D, plus) ─> memo.store_entry(…) for each name
+//!        └─ 4th miss in D: spawn  list(D, plus) ─> memo.store_entry(…) for each name, batch by batch
+//!  LOOKUP miss in D while it is listed: wait (≤ WAIT) for batches, look in the memo again, else servers
 //!  later LOOKUPs in D ─> memo (kernel_cache::memo_entry)
 //! ```
 //!
 //! What is remembered follows the memo's rules like any other answer: the
 //! tickets are taken before the first batch is asked for, so a callback or
-//! a change through this gateway while the listing runs voids all of it.
-//! The walk never waits for a listing; a listing that turns out useless is
-//! paid for by as many misses as it listed names before the directory is
-//! listed again, so a walk in a huge directory pays at most one listing
-//! request per 256 misses.
+//! a change through this gateway while the listing runs voids the rest of
+//! it (and ends it). A lookup meanwhile waits for the listing's batches a
+//! little ([`WAIT`]) rather than adding its own round trip to the one under
+//! way. A listing that turns out useless is paid for by as many misses as
+//! it listed names before the directory is listed again, so a walk in a
+//! huge directory pays at most one listing request per 256 misses.
 
 use super::kernel_cache::KernelCache;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use xlator::{Loc, Next};
+use std::time::Duration;
+use tokio::sync::watch;
+use xlator::{Attr, Loc, Next};
 
 /// Misses in one directory that start a listing of it, by default.
 pub const TRIGGER: u64 = 4;
-/// Names one listing remembers at most (64 requests of 256).
-const MAX_LISTED: usize = 16_384;
+/// Names one listing remembers at most (256 requests of 256).
+const MAX_LISTED: usize = 65_536;
 /// Entries asked of the pipeline per request.
 const BATCH: u32 = 256;
 /// Directories whose misses are counted before starting over.
 const MAX_DIRS: usize = 4_096;
+/// How long a lookup waits for a listing under way before asking the
+/// servers itself (a listing request is about one lookup's round trip).
+pub const WAIT: Duration = Duration::from_millis(20);
 
 #[derive(Default)]
 struct Dir {
     misses: u64,
     /// the miss count at which the next listing starts
     due_at: u64,
-    running: bool,
+    /// the listing under way: batches remembered so far (closed when it ends)
+    running: Option<watch::Receiver<u32>>,
 }
+
+/// A listing under way that a lookup may wait for.
+pub struct Listing(watch::Receiver<u32>);
 
 /// Per-directory miss counts (see the module doc).
 pub struct Ahead {
@@ -54,49 +65,81 @@ impl Ahead {
         Ahead { trigger, dirs: Mutex::default() }
     }
 
-    /// A LOOKUP in directory `dir` (at `loc`) went to the servers: list the
-    /// directory in the background if it is due.
-    pub fn missed(self: &Arc<Self>, rt: &tokio::runtime::Handle, xl: &Next, kc: &Arc<KernelCache>, dir: u64, loc: &Loc) {
-        if self.trigger == 0 || !kc.memo_serving() || !self.due(dir) {
-            return;
+    /// A LOOKUP in directory `dir` (at `loc`) was not answered from the
+    /// memo: list the directory in the background if it is due. Returns the
+    /// listing under way, if any, for the lookup to wait on.
+    pub fn missed(self: &Arc<Self>, rt: &tokio::runtime::Handle, xl: &Next, kc: &Arc<KernelCache>, dir: u64, loc: &Loc) -> Option<Listing> {
+        if self.trigger == 0 || !kc.memo_serving() {
+            return None;
         }
-        let (me, xl, kc, loc) = (self.clone(), xl.clone(), kc.clone(), loc.clone());
-        rt.spawn(async move {
-            let listed = list(&xl, &kc, dir, &loc).await;
-            me.listed(dir, listed);
-        });
+        let (rx, progress) = self.due(dir)?;
+        if let Some(progress) = progress {
+            let (me, xl, kc, loc) = (self.clone(), xl.clone(), kc.clone(), loc.clone());
+            rt.spawn(async move {
+                let listed = list(&xl, &kc, dir, &loc, progress).await;
+                me.listed(dir, listed);
+            });
+        }
+        Some(Listing(rx))
     }
 
-    /// Count a miss; true if it starts a listing.
-    fn due(&self, dir: u64) -> bool {
+    /// Count a miss: the listing under way (and, when this miss starts it,
+    /// where it tells its progress).
+    fn due(&self, dir: u64) -> Option<(watch::Receiver<u32>, Option<watch::Sender<u32>>)> {
         let mut dirs = self.dirs.lock().unwrap_or_else(|p| p.into_inner());
         if dirs.len() >= MAX_DIRS && !dirs.contains_key(&dir) {
-            dirs.retain(|_, d| d.running);
+            dirs.retain(|_, d| d.running.is_some());
         }
         let d = dirs.entry(dir).or_default();
         d.misses += 1;
-        if d.running || d.misses < d.due_at.max(self.trigger) {
-            return false;
+        if let Some(rx) = &d.running {
+            return Some((rx.clone(), None));
         }
-        d.running = true;
-        true
+        if d.misses < d.due_at.max(self.trigger) {
+            return None;
+        }
+        let (tx, rx) = watch::channel(0);
+        d.running = Some(rx.clone());
+        Some((rx, Some(tx)))
     }
 
     /// A listing of `dir` ended having seen `listed` names.
     fn listed(&self, dir: u64, listed: usize) {
         let mut dirs = self.dirs.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(d) = dirs.get_mut(&dir) {
-            d.running = false;
+            d.running = None;
             d.due_at = d.misses + (listed as u64).max(self.trigger);
         }
     }
 }
 
-/// List `dir` with attributes and remember the entries; how many there were.
-async fn list(xl: &Next, kc: &KernelCache, dir: u64, loc: &Loc) -> usize {
+impl Listing {
+    /// Wait (at most [`WAIT`]) until the listing remembered `name` in
+    /// `dir`: its attributes, or None (not listed yet, not there, or the
+    /// listing was voided or ended).
+    pub async fn wait_for(mut self, kc: &KernelCache, dir: u64, name: &str) -> Option<Attr> {
+        let found = async {
+            loop {
+                if let Some((a, _)) = kc.memo_entry(dir, name) {
+                    return Some(a);
+                }
+                // Err: the listing ended (one last look)
+                if self.0.changed().await.is_err() {
+                    return kc.memo_entry(dir, name).map(|(a, _)| a);
+                }
+            }
+        };
+        tokio::time::timeout(WAIT, found).await.ok().flatten()
+    }
+}
+
+/// List `dir` with attributes and remember the entries, telling `progress`
+/// after each batch; how many there were. Ends early once nothing more
+/// would be remembered (a callback or a change here moved the epochs).
+async fn list(xl: &Next, kc: &KernelCache, dir: u64, loc: &Loc, progress: watch::Sender<u32>) -> usize {
     let (t, m) = (kc.ticket(), kc.memo_ticket());
     let (mut cookie, mut seen) = (0u64, 0usize);
-    while seen < MAX_LISTED {
+    'batches: while seen < MAX_LISTED {
         let entries = match xl.readdir(loc, cookie, BATCH, true).await {
             Ok(e) => e,
             Err(e) => {
@@ -109,9 +152,12 @@ async fn list(xl: &Next, kc: &KernelCache, dir: u64, loc: &Loc) -> usize {
         seen += entries.len();
         for e in &entries {
             if let Some(a) = &e.attr {
-                kc.remember_entry(t, m, dir, &e.name, a);
+                if !kc.remember_entry(t, m, dir, &e.name, a) {
+                    break 'batches;
+                }
             }
         }
+        progress.send_modify(|n| *n += 1);
     }
     kc.count_ahead(seen);
     seen
@@ -124,18 +170,19 @@ mod tests {
     #[test]
     fn a_directory_is_listed_after_a_few_misses_then_after_as_many_as_it_held() {
         let a = Ahead::new(TRIGGER);
-        let due: Vec<bool> = (0..TRIGGER).map(|_| a.due(7)).collect();
+        let starts = |a: &Ahead, dir| matches!(a.due(dir), Some((_, Some(_))));
+        let due: Vec<bool> = (0..TRIGGER).map(|_| starts(&a, 7)).collect();
         assert_eq!(due.iter().filter(|d| **d).count(), 1);
         assert!(due[TRIGGER as usize - 1], "the {TRIGGER}th miss starts it");
-        // misses while it runs start nothing more
-        assert!(!a.due(7));
+        // misses while it runs start nothing more, and may wait on it
+        assert!(matches!(a.due(7), Some((_, None))));
         a.listed(7, 1000);
         // the next listing only after 1000 more misses
-        assert!((0..999).all(|_| !a.due(7)));
-        assert!(a.due(7));
+        assert!((0..999).all(|_| a.due(7).is_none()));
+        assert!(starts(&a, 7));
         // other directories count on their own
-        assert!((1..TRIGGER).all(|_| !a.due(8)));
-        assert!(a.due(8));
+        assert!((1..TRIGGER).all(|_| a.due(8).is_none()));
+        assert!(starts(&a, 8));
     }
 
     #[test]

@@ -228,13 +228,19 @@ impl Filesystem for GatewayFs {
             if self.kc.memo_absent(parent.0, n) {
                 return reply.error(Errno::ENOENT);
             }
-            // A walk through a directory not remembered: list it ahead.
-            self.ahead.missed(&self.rt, &self.xl, &self.kc, parent.0, ploc);
         }
+        // A walk through a directory not remembered: list it ahead.
+        let listing = args.as_ref().ok().and_then(|(ploc, _)| self.ahead.missed(&self.rt, &self.xl, &self.kc, parent.0, ploc));
         let (kc, m) = (self.kc.clone(), self.kc.memo_ticket());
         let args = args.map(|(p, n)| (p, n.to_string(), ()));
         let t = self.kc.ticket();
         self.entry(reply, args, move |xl, p, n, ()| async move {
+            if let Some(a) = match listing {
+                Some(l) => l.wait_for(&kc, parent.0, &n).await,
+                None => None,
+            } {
+                return Ok(a);
+            }
             let a = xl.lookup(&p, &n).await?;
             kc.remember_entry(t, m, parent.0, &n, &a);
             Ok(a)

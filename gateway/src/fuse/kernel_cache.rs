@@ -149,10 +149,9 @@ impl KernelCache {
         }
     }
 
-    pub fn remember_entry(&self, t: Ticket, m: MemoTicket, parent: u64, name: &str, a: &xlator::Attr) {
-        if !self.ttl(t).is_zero() {
-            self.memo.store_entry(m, parent, name, a);
-        }
+    /// False when nothing more fetched under `t` and `m` would be remembered.
+    pub fn remember_entry(&self, t: Ticket, m: MemoTicket, parent: u64, name: &str, a: &xlator::Attr) -> bool {
+        !self.ttl(t).is_zero() && self.memo.store_entry(m, parent, name, a)
     }
 
     /// Whether `name` is known not to exist in `parent` (a directory made

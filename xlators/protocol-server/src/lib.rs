@@ -116,34 +116,29 @@ impl ProtocolServer {
             Request::Setlk { loc, lock, wait } => {
                 self.locks.setlk(session, &loc, lock, wait, &self.callbacks).await.map(|()| Reply::Unit)
             }
-            Request::Open { loc, flags } => {
-                if let Some(fid) = loc.fid {
-                    self.opens.admit(session, fid)?;
-                }
-                let reply = call(&*self.top, Request::Open { loc: loc.clone(), flags }).await?;
-                if let Some(fid) = loc.fid {
-                    self.opens.opened(session, fid);
-                }
-                Ok(reply)
-            }
             Request::Release { loc } => match loc.fid {
                 Some(fid) if !self.opens.releasing(session, fid) => Ok(Reply::Unit),
                 _ => call(&*self.top, Request::Release { loc }).await,
             },
-            file_op if invalidations::mutates(&file_op) => {
-                if let Request::Create { new, .. } = &file_op {
-                    self.opens.admit(session, new.fid)?;
+            file_op => {
+                // an open or a create counts for its gateway (see `opens`)
+                let opening = opens::opening(&file_op);
+                if let Some(fid) = opening {
+                    self.opens.admit(session, fid)?;
                 }
-                let copy = file_op.clone();
+                let mutates = invalidations::mutates(&file_op);
+                let copy = (mutates || opening.is_some()).then(|| file_op.clone());
                 let reply = call(&*self.top, file_op).await?;
-                if let (Request::Create { .. }, Reply::Attr(a)) = (&copy, &reply) {
-                    // a create opens the file (an existing one too): a release follows
-                    self.opens.opened(session, a.fid);
+                if let Some(copy) = &copy {
+                    if let Some(fid) = opens::opened(copy, &reply) {
+                        self.opens.opened(session, fid);
+                    }
+                    if mutates {
+                        self.callbacks.invalidate(session, &invalidations::of(copy, &reply)).await;
+                    }
                 }
-                self.callbacks.invalidate(session, &invalidations::of(&copy, &reply)).await;
                 Ok(reply)
             }
-            file_op => call(&*self.top, file_op).await,
         }
     }
 }

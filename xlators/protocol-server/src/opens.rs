@@ -24,8 +24,27 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio::time::Instant;
-use wire::NO_SESSION;
+use wire::{Reply, Request, NO_SESSION};
 use xlator::{FileId, FsError, FsResult};
+
+/// The file a request opens, if it opens one (an open, or a create, which
+/// opens what it makes or finds): checked with [`Opens::admit`] first.
+pub fn opening(req: &Request) -> Option<FileId> {
+    match req {
+        Request::Open { loc, .. } => loc.fid,
+        Request::Create { new, .. } => Some(new.fid),
+        _ => None,
+    }
+}
+
+/// The file `req` opened, answered `reply`: for [`Opens::opened`].
+pub fn opened(req: &Request, reply: &Reply) -> Option<FileId> {
+    match (req, reply) {
+        (Request::Open { loc, .. }, _) => loc.fid,
+        (Request::Create { .. }, Reply::Attr(a)) => Some(a.fid),
+        _ => None,
+    }
+}
 
 /// Files one gateway may hold open on this server.
 pub const MAX_PER_SESSION: usize = 1 << 20;
