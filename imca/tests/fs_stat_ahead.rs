@@ -53,7 +53,7 @@ fn walk_until_listed(c: &Cluster, order: &mut impl Iterator<Item = usize>) {
 #[test]
 fn a_walk_through_another_gateways_directory_is_answered_here() {
     for cache in [common::Cache::None, common::Cache::Imca(2)] {
-        let c = ClusterSpec::new().gateways(2).cache(cache.clone()).storage_arg("--kernel-lease=2").start();
+        let c = ClusterSpec::new().gateways(2).cache(cache).storage_arg("--kernel-lease=2").start();
         fill(&c);
         // Stat every name in a scrambled order, as a walk by name would.
         let mut order = (0..FILES).map(|k| (k * 7) % FILES);

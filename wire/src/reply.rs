@@ -39,6 +39,8 @@ pub enum Reply {
     Callbacks { lease_ms: u32, seq: u64, fresh: bool, items: Vec<Invalidation> },
     /// getlk: the lock that blocks the one asked about (or it, unlocked)
     Lock(Lock),
+    /// getattrs: one per object asked about, None where it failed
+    Attrs(Vec<Option<Attr>>),
 }
 
 /// A decoded reply.
@@ -119,6 +121,11 @@ pub fn encode_reply(epoch: u64, result: &Result<Reply, FsError>) -> Message {
                 w.put_u8(13);
                 x.enc(&mut w)
             }
+            Reply::Attrs(x) => {
+                w.reserve(x.len() * 64);
+                w.put_u8(14);
+                x.enc(&mut w)
+            }
         },
     }
     Message::new(w.freeze(), bulk)
@@ -152,6 +159,7 @@ pub fn decode_reply(msg: &Message) -> Result<ReplyMsg, WireError> {
             items: Dec::dec(&mut r)?,
         }),
         13 => Ok(Reply::Lock(Dec::dec(&mut r)?)),
+        14 => Ok(Reply::Attrs(Dec::dec(&mut r)?)),
         t => return Err(WireError::BadTag { what: "reply", tag: t }),
     };
     r.finish()?;
@@ -196,6 +204,7 @@ shapes!(
     StatFs => StatFs,
     Vec<String> => Names,
     Lock => Lock,
+    Vec<Option<Attr>> => Attrs,
 );
 
 impl ReplyShape for () {

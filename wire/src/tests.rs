@@ -126,6 +126,7 @@ fn request() -> impl Strategy<Value = Request> {
         (loc(), name()).prop_map(|(loc, name)| Request::Removexattr { loc, name }),
         (loc(), lock()).prop_map(|(loc, lock)| Request::Getlk { loc, lock }),
         (loc(), lock(), any::<bool>()).prop_map(|(loc, lock, wait)| Request::Setlk { loc, lock, wait }),
+        proptest::collection::vec(loc(), 0..8).prop_map(|locs| Request::Getattrs { locs }),
         Just(Request::GetVolumeConfig {}),
         config().prop_map(|config| Request::SetVolumeConfig { config }),
         any::<(u64, u64)>().prop_map(|(session, acked)| Request::Poll { session, acked }),
@@ -175,6 +176,7 @@ fn reply() -> impl Strategy<Value = Result<Reply, FsError>> {
         (any::<(u32, u64, bool)>(), proptest::collection::vec(invalidation(), 0..10))
             .prop_map(|((lease_ms, seq, fresh), items)| Ok(Reply::Callbacks { lease_ms, seq, fresh, items })),
         lock().prop_map(|l| Ok(Reply::Lock(l))),
+        proptest::collection::vec(proptest::option::of(attr()), 0..8).prop_map(|a| Ok(Reply::Attrs(a))),
     ]
 }
 
@@ -272,7 +274,7 @@ fn opcodes_never_move() {
     let names = [
         "lookup", "getattr", "setattr", "readlink", "mknod", "mkdir", "create", "symlink", "link", "unlink", "rmdir",
         "rename", "open", "release", "read", "write", "flush", "fsync", "readdir", "statfs", "setxattr", "getxattr",
-        "listxattr", "removexattr", "getlk", "setlk",
+        "listxattr", "removexattr", "getlk", "setlk", "getattrs",
     ];
     let table: Vec<(&str, u8)> = Fop::ALL.iter().map(|f| (f.name(), f.code())).collect();
     let want: Vec<(&str, u8)> = names.iter().zip(1u8..).map(|(n, c)| (*n, c)).collect();

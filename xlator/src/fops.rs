@@ -71,6 +71,11 @@ macro_rules! for_each_fop {
             /// `wait` the server first holds the request a few seconds for the
             /// holder to let go (the caller asks again after EAGAIN).
             Setlk setlk = 26 (loc: &Loc as Loc, lock: &Lock as Lock, wait: bool as bool) -> ();
+            /// The attributes of several objects at once (a listing's, from
+            /// the servers that did not list it): one per `locs`, None where
+            /// a getattr of that one would have failed. At most
+            /// [`crate::MAX_GETATTRS`] a call (more: EINVAL).
+            Getattrs getattrs = 27 (locs: &[Loc] as Vec<Loc>) -> Vec<Option<Attr>>;
         }
     };
 }
@@ -119,7 +124,7 @@ macro_rules! by_value {
 
 use crate::types::*;
 
-by_ref!(Loc => Loc, NewFile => NewFile, SetAttr => SetAttr, Lock => Lock, String => str);
+by_ref!(Loc => Loc, NewFile => NewFile, SetAttr => SetAttr, Lock => Lock, String => str, Vec<Loc> => [Loc]);
 by_value!(u32, i32, u64, bool, RenameFlags, XattrFlags, Data);
 
 impl ToWire<Data> for &[u8] {

@@ -35,3 +35,6 @@ pub use types::*;
 /// Largest xattr value (Linux's XATTR_SIZE_MAX): the reply bulk a getxattr
 /// caller must accept.
 pub const XATTR_SIZE_MAX: usize = 64 * 1024;
+
+/// Objects one `getattrs` call may ask about (a listing batch is 256).
+pub const MAX_GETATTRS: usize = 1024;

@@ -64,6 +64,14 @@ impl Translator for Memory {
         self.on(Fop::Getattr).getattr(loc)
     }
 
+    async fn getattrs(&self, locs: &[Loc]) -> FsResult<Vec<Option<Attr>>> {
+        if locs.len() > MAX_GETATTRS {
+            return Err(FsError::EINVAL);
+        }
+        let fs = self.on(Fop::Getattrs);
+        Ok(locs.iter().map(|l| fs.getattr(l).ok()).collect())
+    }
+
     async fn setattr(&self, loc: &Loc, set: &SetAttr) -> FsResult<Attr> {
         self.on(Fop::Setattr).setattr(loc, set)
     }

@@ -59,6 +59,16 @@ impl Translator for PosixTranslator {
         self.run(move |x| x.getattr(&l)).await
     }
 
+    async fn getattrs(&self, locs: &[Loc]) -> FsResult<Vec<Option<Attr>>> {
+        if locs.len() > MAX_GETATTRS {
+            return Err(FsError::EINVAL);
+        }
+        // One blocking task for the whole batch (a listing's): the cached
+        // ones cost no syscall, the rest one resolve each.
+        let locs = locs.to_vec();
+        self.run(move |x| Ok(locs.iter().map(|l| x.getattr_fast(l).unwrap_or_else(|| x.getattr(l)).ok()).collect())).await
+    }
+
     async fn setattr(&self, loc: &Loc, set: &SetAttr) -> FsResult<Attr> {
         let (l, s) = (loc.clone(), set.clone());
         self.run(move |x| x.setattr(&l, &s)).await

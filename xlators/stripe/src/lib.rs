@@ -42,6 +42,7 @@ mod heal;
 mod kinds;
 pub mod layout;
 pub mod merge;
+mod plus;
 mod walk;
 mod write;
 
@@ -332,22 +333,7 @@ impl Translator for Stripe {
         let mut entries = self.first().readdir(loc, cookie, max, plus).await?;
         if plus && self.subvols.len() > 1 {
             // Server 0's attributes of a file are only its own copy's.
-            let merged = join_all(entries.iter().map(|e| async move {
-                match &e.attr {
-                    Some(a) if e.kind == FileKind::File => {
-                        let at = Loc { path: loc.child(&e.name).path, fid: Some(e.fid) };
-                        let rest = all_ok(self.on_rest(|s| s.getattr(&at)).await)?;
-                        let mut all = vec![a.clone()];
-                        all.extend(rest);
-                        merge_attrs(all).map(Some)
-                    }
-                    other => Ok(other.clone()),
-                }
-            }))
-            .await;
-            for (e, m) in entries.iter_mut().zip(merged) {
-                e.attr = m?;
-            }
+            plus::merge_listing(self, loc, &mut entries).await?;
         }
         Ok(entries)
     }

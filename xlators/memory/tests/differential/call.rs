@@ -33,6 +33,7 @@ pub enum Call {
     Getxattr(Loc, String),
     Listxattr(Loc),
     Removexattr(Loc, String),
+    Getattrs(Vec<Loc>),
 }
 
 pub fn payload(len: usize, seed: u8) -> Bytes {
@@ -101,6 +102,7 @@ impl Call {
             Call::Getxattr(..) => Fop::Getxattr,
             Call::Listxattr(..) => Fop::Listxattr,
             Call::Removexattr(..) => Fop::Removexattr,
+            Call::Getattrs(..) => Fop::Getattrs,
         }
     }
 
@@ -145,6 +147,10 @@ impl Call {
                 v.join(",")
             }),
             Call::Removexattr(l, n) => x.removexattr(l, n).await.map(|()| String::new()),
+            Call::Getattrs(locs) => x.getattrs(locs).await.map(|v| {
+                let v: Vec<String> = v.iter().map(|a| format!("{:?}", a.as_ref().map(attr))).collect();
+                v.join(", ")
+            }),
         };
         show(r)
     }

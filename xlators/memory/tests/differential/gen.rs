@@ -193,7 +193,7 @@ impl Gen {
 
     /// The next call; `x` (posix) is asked which ids paths hold now.
     pub async fn call(&mut self, x: &Arc<dyn Translator>) -> Call {
-        match self.rng.random_range(0..112) {
+        match self.rng.random_range(0..114) {
             0..=9 => {
                 let (p, n) = (self.dir(x).await, self.name());
                 let mut flags = libc::O_RDWR | libc::O_CREAT;
@@ -287,6 +287,13 @@ impl Gen {
             103..=106 => Call::Getxattr(self.loc(x).await, self.xattr_name()),
             107..=108 => Call::Listxattr(self.loc(x).await),
             109..=111 => Call::Removexattr(self.loc(x).await, self.xattr_name()),
+            112..=113 => {
+                let mut locs = Vec::new();
+                for _ in 0..self.rng.random_range(0..6) {
+                    locs.push(self.loc(x).await);
+                }
+                Call::Getattrs(locs)
+            }
             // symlinks and special files as another user than root
             _ => Call::Lookup(self.dir(x).await, self.name()),
         }
