@@ -14,6 +14,7 @@
 //! file only dispatches and sets up logging.
 
 mod ctl;
+mod heal_cmd;
 mod secret_cmd;
 mod up;
 
@@ -42,6 +43,9 @@ enum Cmd {
     Ctl(ctl::Args),
     /// Create or check a volume secret (`--secret-file` of storage and mount).
     Secret(secret_cmd::Args),
+    /// Repair the storage servers' names under a directory of a mounted
+    /// volume after a server crashed mid-change (root; walks it through the gateway).
+    Heal(heal_cmd::Args),
 }
 
 fn main() {
@@ -60,6 +64,7 @@ fn main() {
         Cmd::Bench(a) => bench::main(a),
         Cmd::Ctl(a) => ctl::main(a),
         Cmd::Secret(a) => secret_cmd::main(a),
+        Cmd::Heal(a) => heal_cmd::main(a),
     };
     if let Err(e) = result {
         eprintln!("imca: error: {e:#}");

@@ -1,7 +1,7 @@
 //! A storage server killed (SIGKILL) in the middle of a stream of creates,
 //! mkdirs, renames, unlinks and rmdirs: the operations in flight and those
 //! made while it is down fail; after its restart and a heal walk
-//! (`setfattr -n trusted.imca.heal MOUNT`) every server's export holds the
+//! (`imca heal MOUNT`) every server's export holds the
 //! same names, kinds and ids, and every acknowledged operation shows
 //! (created names with their content, removed names gone).
 
@@ -9,9 +9,7 @@ mod common;
 
 use common::*;
 use std::collections::BTreeMap;
-use std::ffi::CString;
 use std::fs;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
@@ -135,18 +133,16 @@ impl Stream {
     }
 }
 
-/// Root's heal walk through the mount; EAGAIN: something was left, again.
+/// Root's heal walk through the mount (`imca heal`); something left: again.
 fn heal(mount: &Path) {
-    let c = CString::new(mount.as_os_str().as_bytes()).unwrap();
-    let n = CString::new("trusted.imca.heal").unwrap();
     for _ in 0..3 {
-        // SAFETY: valid C strings and value.
-        let r = unsafe { libc::setxattr(c.as_ptr(), n.as_ptr(), b"1".as_ptr().cast(), 1, 0) };
-        if r == 0 {
+        let out = std::process::Command::new(common::imca_bin()).arg("heal").arg(mount).output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        if out.status.success() {
+            assert!(String::from_utf8_lossy(&out.stdout).contains("the storage servers agree"));
             return;
         }
-        let e = std::io::Error::last_os_error();
-        assert_eq!(e.raw_os_error(), Some(libc::EAGAIN), "heal walk: {e}");
+        assert!(said.contains("still differ"), "imca heal: {said}");
     }
     panic!("the heal walk still finds disagreements after three walks");
 }
@@ -235,4 +231,21 @@ fn a_follower_killed_mid_stream_is_repaired() {
 #[test]
 fn server_zero_killed_mid_stream_leaves_the_servers_agreeing() {
     killed_mid_stream(0);
+}
+
+#[test]
+fn heal_refuses_what_is_not_an_imca_mount() {
+    // Root could set trusted.imca.heal on a local directory: it must not.
+    let local = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(common::imca_bin()).arg("heal").arg(local.path()).output().unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("is not in an IMCa mount"), "{said}");
+    let n = std::ffi::CString::new("trusted.imca.heal").unwrap();
+    let p = std::ffi::CString::new(local.path().as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: valid C strings, no buffer (size query).
+    let r = unsafe { libc::getxattr(p.as_ptr(), n.as_ptr(), std::ptr::null_mut(), 0) };
+    assert_eq!(r, -1, "no xattr was written on the local directory");
+    let out = std::process::Command::new(common::imca_bin()).arg("heal").arg(local.path().join("missing")).output().unwrap();
+    assert!(!out.status.success());
 }
