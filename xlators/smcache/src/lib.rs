@@ -46,6 +46,7 @@
 
 mod changes;
 mod clean;
+mod fresh;
 mod locks;
 pub mod metrics;
 mod state;
