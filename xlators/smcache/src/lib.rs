@@ -46,7 +46,6 @@
 
 mod changes;
 mod clean;
-mod fresh;
 mod locks;
 pub mod metrics;
 mod state;

@@ -11,8 +11,7 @@ pub struct Metrics {
     /// fenced (a node could not confirm in time and was fenced before the
     /// mutation was answered) | error (answered EIO: neither confirmed nor
     /// fenced in time) | queued | known_empty (a stat delete skipped: the
-    /// key holds nothing, see `clean`) | fresh (a write's block updates
-    /// skipped: no read of the new file yet, see `fresh`).
+    /// key holds nothing, see `clean`).
     pub cache_ops: IntCounterVec,
 }
 

@@ -2,7 +2,6 @@
 
 use crate::changes::{self, Change, K};
 use crate::clean::Clean;
-use crate::fresh::Fresh;
 use crate::locks::FileLocks;
 use crate::metrics;
 use crate::state::{Layout, Layouts};
@@ -53,8 +52,6 @@ struct Inner {
     locks: FileLocks,
     /// stat keys known to hold nothing (deletes that may be skipped)
     clean: Clean,
-    /// files whose blocks are known to hold nothing (writes need not update them)
-    fresh: Fresh,
     opts: SmOptions,
     /// nodes we want fenced, read by gateways with the volume config
     fences: Arc<FenceRequests>,
@@ -77,7 +74,6 @@ impl SmCache {
             layouts,
             locks: FileLocks::default(),
             clean: Clean::default(),
-            fresh: Fresh::default(),
             opts,
             fences,
             metrics,
@@ -257,14 +253,6 @@ impl Translator for SmCache {
         Ok(a)
     }
 
-    /// A listing's attributes, like a getattr of each.
-    async fn getattrs(&self, locs: &[Loc]) -> FsResult<Vec<Option<Attr>>> {
-        let r = self.inner.clean.reading(None);
-        let got = self.below.getattrs(locs).await?;
-        r.answered_all(locs.iter().filter_map(|l| l.fid).chain(got.iter().flatten().map(|a| a.fid)));
-        Ok(got)
-    }
-
     async fn lookup(&self, parent: &Loc, name: &str) -> FsResult<Attr> {
         let r = self.inner.clean.reading(None);
         let a = self.below.lookup(parent, name).await?;
@@ -277,10 +265,6 @@ impl Translator for SmCache {
     /// lock, so no write can slip between our disk read and our populate.
     async fn read(&self, loc: &Loc, offset: u64, size: u32) -> FsResult<Data> {
         let i = &self.inner;
-        if let Some(fid) = loc.fid {
-            // before the disk is read (see `fresh`)
-            i.fresh.read(fid);
-        }
         let (Some(l), Some(fid)) = (i.layouts.current(), loc.fid) else {
             return self.below.read(loc, offset, size).await;
         };
@@ -315,12 +299,6 @@ impl Translator for SmCache {
         let r = self.below.write(loc, offset, data.clone()).await?;
         let n = r.written as u64;
         let mut ch = vec![Change::Del(K::Stat(fid))];
-        if i.fresh.is_fresh(fid) {
-            // no read since this server made it: no block in the bank to update
-            i.metrics.count("update", "fresh", 1);
-            i.commit(&l, ch, "update").await?;
-            return Ok(r);
-        }
         let span = l.keys.covering(offset, n);
         if let Some((first, last)) = span {
             for b in first..=last {
@@ -393,10 +371,6 @@ impl Translator for SmCache {
             }
         }
         let r = self.below.create(parent, new, flags).await?;
-        if r.fid == new.fid {
-            // made here now, not an existing file opened (see `fresh`)
-            i.fresh.created(r.fid);
-        }
         let pfid = i.fid_of(parent).await?;
         // A new name, or an existing file opened untouched, leaves the
         // entry and the file's stat as they were (see `created`); only a

@@ -51,17 +51,7 @@ impl Stack {
     }
 
     /// A file created through SMCache at the root.
-    /// A file made through SMCache and read once since (as by a gateway),
-    /// so that its blocks may be in the bank: writes update them.
     pub async fn create(&self, name: &str) -> Loc {
-        let loc = self.create_fresh(name).await;
-        self.sm.read(&loc, 0, 1).await.unwrap();
-        loc
-    }
-
-    /// A file made through SMCache and not read since: no block of it can
-    /// be in the bank (see smcache's `fresh`).
-    pub async fn create_fresh(&self, name: &str) -> Loc {
         let new = testkit::new_file(name);
         self.sm.create(&Loc::root(), &new, libc::O_RDWR | libc::O_CREAT).await.unwrap();
         testkit::at(name, new.fid)

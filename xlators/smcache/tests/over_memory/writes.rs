@@ -185,32 +185,3 @@ async fn a_stat_no_read_could_have_refilled_is_not_deleted_again() {
     s.sm.setxattr(&f, "user.k", b"v", XattrFlags::default()).await.unwrap();
     assert!(!v.has_stat_key(fid(&f)));
 }
-
-/// A file made here and not read since has no block in the bank: its
-/// writes leave the blocks alone (no round trip, no read back), and the
-/// first read fills them from what the writes left on disk; from then on
-/// writes update them as usual.
-#[tokio::test]
-async fn a_new_files_writes_leave_its_empty_blocks_alone_until_it_is_read() {
-    let s = Stack::start(2, BS).await;
-    let v = s.view();
-    let f = s.create_fresh("f").await;
-    let fresh = || s.sm.metrics().cache_ops.with_label_values(&["update", "fresh"]).get();
-    s.sm.write(&f, 0, pattern(3 * BS as usize, 5)).await.unwrap();
-    s.sm.write(&f, 100, pattern(50, 6)).await.unwrap();
-    assert_eq!(fresh(), 2);
-    assert!((0..3).all(|n| v.block(fid(&f), n).is_none()), "nothing stored for a file nobody read");
-    assert!(!v.has_stat_key(fid(&f)));
-
-    // the first read fills the blocks it covers from the disk: both writes
-    let got = s.sm.read(&f, 0, BS).await.unwrap();
-    assert_eq!(got, s.disk(&f, 0, 4096).await);
-    assert_eq!(&got[100..150], &pattern(50, 6)[..]);
-    testkit::eventually("the read's populate", || v.block(fid(&f), 0).is_some()).await;
-    assert_eq!(v.block(fid(&f), 0).unwrap(), got);
-
-    // now the file may be in the bank: a write updates it before answering
-    s.sm.write(&f, 0, pattern(BS as usize, 7)).await.unwrap();
-    assert_eq!(fresh(), 2);
-    assert_eq!(v.block(fid(&f), 0).unwrap(), pattern(BS as usize, 7));
-}
