@@ -110,6 +110,14 @@ impl Reading<'_> {
     pub fn answered(self, fid: FileId) {
         self.clean.dirty(fid);
     }
+
+    /// What a request about several files answered about.
+    pub fn answered_all(self, fids: impl IntoIterator<Item = FileId>) {
+        let mut i = self.clean.inner.lock().unwrap_or_else(|p| p.into_inner());
+        for f in fids {
+            i.fids.remove(&f);
+        }
+    }
 }
 
 impl Drop for Reading<'_> {

@@ -253,6 +253,14 @@ impl Translator for SmCache {
         Ok(a)
     }
 
+    /// A listing's attributes, like a getattr of each.
+    async fn getattrs(&self, locs: &[Loc]) -> FsResult<Vec<Option<Attr>>> {
+        let r = self.inner.clean.reading(None);
+        let got = self.below.getattrs(locs).await?;
+        r.answered_all(locs.iter().filter_map(|l| l.fid).chain(got.iter().flatten().map(|a| a.fid)));
+        Ok(got)
+    }
+
     async fn lookup(&self, parent: &Loc, name: &str) -> FsResult<Attr> {
         let r = self.inner.clean.reading(None);
         let a = self.below.lookup(parent, name).await?;

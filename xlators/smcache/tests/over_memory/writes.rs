@@ -185,3 +185,20 @@ async fn a_stat_no_read_could_have_refilled_is_not_deleted_again() {
     s.sm.setxattr(&f, "user.k", b"v", XattrFlags::default()).await.unwrap();
     assert!(!v.has_stat_key(fid(&f)));
 }
+
+/// A listing's `getattrs` may feed a stat populate like a getattr: a
+/// mutation after it deletes the stat key again.
+#[tokio::test]
+async fn getattrs_make_a_stat_delete_needed_again() {
+    let s = Stack::start(1, BS).await;
+    let f = s.create("f").await;
+    let skipped = || s.sm.metrics().cache_ops.with_label_values(&["invalidate", "known_empty"]).get();
+    let set = SetAttr { perm: Some(0o600), ..Default::default() };
+    s.sm.setattr(&f, &set).await.unwrap();
+    s.sm.setattr(&f, &set).await.unwrap();
+    let before = skipped();
+    assert!(before >= 1, "the second delete was known unneeded");
+    s.sm.getattrs(&[f.clone()]).await.unwrap();
+    s.sm.setattr(&f, &set).await.unwrap();
+    assert_eq!(skipped(), before, "after getattrs the stat key's delete is sent again");
+}
