@@ -9,7 +9,7 @@
 //! ```text
 //!  LOOKUP miss in D ─> servers (as before)
 //!        └─ 4th miss in D: spawn  list(D, plus) ─> memo.store_entry(…) for each name, batch by batch
-//!  LOOKUP miss in D while it is listed: wait (until WAIT after it began) for batches, look in the memo again, else servers
+//!  LOOKUP miss in D while it is listed: wait (≤ WAIT) for batches, look in the memo again, else servers
 //!  later LOOKUPs in D ─> memo (kernel_cache::memo_entry)
 //! ```
 //!
@@ -17,17 +17,15 @@
 //! tickets are taken before the first batch is asked for, so a callback or
 //! a change through this gateway while the listing runs voids the rest of
 //! it (and ends it). A lookup meanwhile waits for the listing's batches a
-//! little rather than adding its own round trip to the one under way: until
-//! [`WAIT`] after the listing began, the same deadline for all, so a long
-//! listing (or a run of lookups of names that do not exist) costs at most
-//! that once. A listing that turns out useless is paid for by as many misses as
+//! little ([`WAIT`]) rather than adding its own round trip to the one under
+//! way. A listing that turns out useless is paid for by as many misses as
 //! it listed names before the directory is listed again, so a walk in a
 //! huge directory pays at most one listing request per 256 misses.
 
 use super::kernel_cache::KernelCache;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::watch;
 use xlator::{Attr, Loc, Next};
 
@@ -39,8 +37,8 @@ const MAX_LISTED: usize = 65_536;
 const BATCH: u32 = 256;
 /// Directories whose misses are counted before starting over.
 const MAX_DIRS: usize = 4_096;
-/// How long after a listing began lookups wait for it before asking the
-/// servers themselves (a listing request is about one lookup's round trip).
+/// How long a lookup waits for a listing under way before asking the
+/// servers itself (a listing request is about one lookup's round trip).
 pub const WAIT: Duration = Duration::from_millis(20);
 
 #[derive(Default)]
@@ -49,11 +47,11 @@ struct Dir {
     /// the miss count at which the next listing starts
     due_at: u64,
     /// the listing under way: batches remembered so far (closed when it ends)
-    running: Option<(watch::Receiver<u32>, Instant)>,
+    running: Option<watch::Receiver<u32>>,
 }
 
-/// A listing under way that a lookup may wait for, until its deadline.
-pub struct Listing(watch::Receiver<u32>, Instant);
+/// A listing under way that a lookup may wait for.
+pub struct Listing(watch::Receiver<u32>);
 
 /// Per-directory miss counts (see the module doc).
 pub struct Ahead {
@@ -74,7 +72,7 @@ impl Ahead {
         if self.trigger == 0 || !kc.memo_serving() {
             return None;
         }
-        let (rx, deadline, progress) = self.due(dir)?;
+        let (rx, progress) = self.due(dir)?;
         if let Some(progress) = progress {
             let (me, xl, kc, loc) = (self.clone(), xl.clone(), kc.clone(), loc.clone());
             rt.spawn(async move {
@@ -82,28 +80,27 @@ impl Ahead {
                 me.listed(dir, listed);
             });
         }
-        Some(Listing(rx, deadline))
+        Some(Listing(rx))
     }
 
     /// Count a miss: the listing under way (and, when this miss starts it,
     /// where it tells its progress).
-    fn due(&self, dir: u64) -> Option<(watch::Receiver<u32>, Instant, Option<watch::Sender<u32>>)> {
+    fn due(&self, dir: u64) -> Option<(watch::Receiver<u32>, Option<watch::Sender<u32>>)> {
         let mut dirs = self.dirs.lock().unwrap_or_else(|p| p.into_inner());
         if dirs.len() >= MAX_DIRS && !dirs.contains_key(&dir) {
             dirs.retain(|_, d| d.running.is_some());
         }
         let d = dirs.entry(dir).or_default();
         d.misses += 1;
-        if let Some((rx, deadline)) = &d.running {
-            return Some((rx.clone(), *deadline, None));
+        if let Some(rx) = &d.running {
+            return Some((rx.clone(), None));
         }
         if d.misses < d.due_at.max(self.trigger) {
             return None;
         }
         let (tx, rx) = watch::channel(0);
-        let deadline = Instant::now() + WAIT;
-        d.running = Some((rx.clone(), deadline));
-        Some((rx, deadline, Some(tx)))
+        d.running = Some(rx.clone());
+        Some((rx, Some(tx)))
     }
 
     /// A listing of `dir` ended having seen `listed` names.
@@ -117,7 +114,7 @@ impl Ahead {
 }
 
 impl Listing {
-    /// Wait (until the listing's deadline) until it remembered `name` in
+    /// Wait (at most [`WAIT`]) until the listing remembered `name` in
     /// `dir`: its attributes, or None (not listed yet, not there, or the
     /// listing was voided or ended).
     pub async fn wait_for(mut self, kc: &KernelCache, dir: u64, name: &str) -> Option<Attr> {
@@ -132,8 +129,7 @@ impl Listing {
                 }
             }
         };
-        // (polled once even past the deadline: one look in the memo)
-        tokio::time::timeout_at(self.1.into(), found).await.ok().flatten()
+        tokio::time::timeout(WAIT, found).await.ok().flatten()
     }
 }
 
@@ -174,12 +170,12 @@ mod tests {
     #[test]
     fn a_directory_is_listed_after_a_few_misses_then_after_as_many_as_it_held() {
         let a = Ahead::new(TRIGGER);
-        let starts = |a: &Ahead, dir| matches!(a.due(dir), Some((_, _, Some(_))));
+        let starts = |a: &Ahead, dir| matches!(a.due(dir), Some((_, Some(_))));
         let due: Vec<bool> = (0..TRIGGER).map(|_| starts(&a, 7)).collect();
         assert_eq!(due.iter().filter(|d| **d).count(), 1);
         assert!(due[TRIGGER as usize - 1], "the {TRIGGER}th miss starts it");
         // misses while it runs start nothing more, and may wait on it
-        assert!(matches!(a.due(7), Some((_, _, None))));
+        assert!(matches!(a.due(7), Some((_, None))));
         a.listed(7, 1000);
         // the next listing only after 1000 more misses
         assert!((0..999).all(|_| a.due(7).is_none()));
