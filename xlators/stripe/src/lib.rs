@@ -272,7 +272,14 @@ impl Translator for Stripe {
     }
 
     async fn open(&self, loc: &Loc, flags: i32) -> FsResult<()> {
-        all_ok(self.on_all(|s| s.open(loc, flags)).await).map(drop)
+        let all = self.on_all(|s| s.open(loc, flags)).await;
+        if all.iter().any(|r| r.is_err()) {
+            // The gateway sends no release for an open that failed: the
+            // servers that counted it let go now, or a removed file would
+            // keep its space there until this gateway is gone.
+            join_all(self.subvols.iter().zip(&all).filter(|(_, r)| r.is_ok()).map(|(s, _)| s.release(loc))).await;
+        }
+        all_ok(all).map(drop)
     }
 
     async fn release(&self, loc: &Loc) -> FsResult<()> {
