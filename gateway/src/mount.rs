@@ -36,6 +36,22 @@ pub fn is_mount_point(path: &Path) -> bool {
     info.lines().filter_map(|l| l.split(' ').nth(4)).any(|mp| Path::new(&unescape(mp)) == path)
 }
 
+/// The mount holding `path` (canonical): its mount point, file system type
+/// and source, from /proc/self/mountinfo (the longest mount point that is a
+/// prefix of `path`). An IMCa mount is `fuse.imca` (or `fuse` from source
+/// `imca` when mounted without the subtype).
+pub fn mount_of(path: &Path) -> Option<(PathBuf, String, String)> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    info.lines()
+        .filter_map(|l| {
+            let fields: Vec<&str> = l.split(' ').collect();
+            let sep = fields.iter().position(|f| *f == "-")?;
+            Some((PathBuf::from(unescape(fields.get(4)?)), fields.get(sep + 1)?.to_string(), fields.get(sep + 2)?.to_string()))
+        })
+        .filter(|(p, _, _)| path.starts_with(p))
+        .max_by_key(|(p, _, _)| p.as_os_str().len())
+}
+
 /// mountinfo escapes space, tab, newline and backslash as \ooo.
 fn unescape(s: &str) -> String {
     let b = s.as_bytes();
@@ -156,6 +172,13 @@ mod tests {
         assert_eq!(unescape(r"/a\040b"), "/a b");
         assert_eq!(unescape(r"/plain"), "/plain");
         assert_eq!(unescape(r"/x\\"), r"/x\\");
+    }
+
+    #[test]
+    fn the_mount_holding_a_path_is_the_longest_prefix() {
+        let (point, fstype, _) = mount_of(Path::new("/proc/self/status")).unwrap();
+        assert_eq!((point.as_path(), fstype.as_str()), (Path::new("/proc"), "proc"));
+        assert_eq!(mount_of(Path::new("/")).unwrap().0, Path::new("/"));
     }
 
     #[test]

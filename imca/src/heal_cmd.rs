@@ -52,50 +52,11 @@ pub fn main(args: Args) -> anyhow::Result<()> {
     }
 }
 
-/// The mount point of the IMCa mount that holds `dir` (type `fuse.imca`,
-/// or `fuse` from source `imca` when mounted without the subtype).
+/// The mount point of the IMCa mount that holds `dir`.
 fn imca_mount_of(dir: &Path) -> anyhow::Result<PathBuf> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").context("reading /proc/self/mountinfo")?;
-    // The longest mount point that is a prefix of `dir` holds it.
-    let (point, fstype, source) = info
-        .lines()
-        .filter_map(|l| {
-            let fields: Vec<&str> = l.split(' ').collect();
-            let sep = fields.iter().position(|f| *f == "-")?;
-            Some((PathBuf::from(unescape(fields.get(4)?)), fields.get(sep + 1)?.to_string(), fields.get(sep + 2)?.to_string()))
-        })
-        .filter(|(p, _, _)| dir.starts_with(p))
-        .max_by_key(|(p, _, _)| p.as_os_str().len())
-        .context("no mount holds this directory")?;
+    let (point, fstype, source) = gateway::mount::mount_of(dir).context("no mount holds this directory")?;
     if !(fstype == "fuse.imca" || (fstype == "fuse" && source == "imca")) {
         bail!("{} is not in an IMCa mount (it is on {} at {})", dir.display(), fstype, point.display());
     }
     Ok(point)
-}
-
-/// mountinfo's octal escapes (`\040` for a space).
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
-            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn mountinfo_escapes() {
-        assert_eq!(super::unescape(r"/mnt/my\040vol"), "/mnt/my vol");
-        assert_eq!(super::unescape("/plain"), "/plain");
-        assert_eq!(super::unescape(r"/end\04"), r"/end\04");
-    }
 }
