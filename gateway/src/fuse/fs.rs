@@ -8,8 +8,8 @@ use super::ahead::Ahead;
 use super::answer::{answer, finish, Answer};
 use super::append::Appends;
 use super::convert;
-use super::dirs::{DirStreams, AFTER_DOT, AFTER_DOTDOT};
-use super::listing::{self, Item};
+use super::dirs::DirStreams;
+use super::listing;
 use super::inodes::Inodes;
 use super::kernel_cache::KernelCache;
 use super::locks::{self, LockOwners};
@@ -560,64 +560,14 @@ impl Filesystem for GatewayFs {
         finish(reply, opened, |r, fh| r.opened(FileHandle(fh), FopenFlags::empty()));
     }
 
-    fn readdir(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+    fn readdir(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, reply: ReplyDirectory) {
         let (xl, loc, stream) = (self.xl.clone(), self.inodes.loc(ino.0), self.dirs.get(fh.0));
-        // The reply is filled while the work runs, so it is answered here
-        // rather than through `answer`.
-        self.rt.spawn(async move {
-            let r = async {
-                let (loc, stream) = (loc?, stream.ok_or(FsError::EBADF)?);
-                let mut stream = stream.lock().await;
-                listing::fill(&xl, &loc, &mut stream, offset, false, |item| match item {
-                    Item::Dot => reply.add(ino, AFTER_DOT, FileType::Directory, "."),
-                    Item::DotDot => reply.add(INodeNo(1), AFTER_DOTDOT, FileType::Directory, ".."),
-                    Item::Entry(e, off) => reply.add(INodeNo(e.fid.ino()), off, convert::kind(e.kind), &e.name),
-                })
-                .await
-            };
-            let result = r.await;
-            finish(reply, result, |r, ()| r.ok());
-        });
+        self.rt.spawn(listing::readdir(xl, loc, stream, ino, offset, reply));
     }
 
-    fn readdirplus(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
+    fn readdirplus(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, reply: ReplyDirectoryPlus) {
         let (xl, loc, stream) = (self.xl.clone(), self.inodes.loc(ino.0), self.dirs.get(fh.0));
-        let (inodes, kc, t, m) = (self.inodes.clone(), self.kc.clone(), self.kc.ticket(), self.kc.memo_ticket());
-        self.rt.spawn(async move {
-            let r = async {
-                let (loc, stream) = (loc?, stream.ok_or(FsError::EBADF)?);
-                let mut stream = stream.lock().await;
-                // The kernel skips the attributes of "." and ".." (it takes
-                // no reference on them): any will do.
-                let dot = convert::dir_placeholder(ino);
-                let gen = Generation(0);
-                let mut missing = false;
-                listing::fill(&xl, &loc, &mut stream, offset, true, |item| match item {
-                    Item::Dot => reply.add(ino, AFTER_DOT, ".", &Duration::ZERO, &dot, gen),
-                    Item::DotDot => reply.add(INodeNo(1), AFTER_DOTDOT, "..", &Duration::ZERO, &dot, gen),
-                    Item::Entry(e, off) => {
-                        let Some(a) = &e.attr else {
-                            missing = true;
-                            return true;
-                        };
-                        let full = reply.add(INodeNo(e.fid.ino()), off, &e.name, &kc.ttl(t), &convert::attr(a), gen);
-                        if !full {
-                            // The kernel now holds a lookup reference on it.
-                            inodes.remember(&loc, &e.name, e.fid);
-                            kc.remember_entry(t, m, ino.0, &e.name, a);
-                        }
-                        full
-                    }
-                })
-                .await?;
-                if missing {
-                    tracing::warn!(dir = %loc.path, "a listing with attributes came back without some; cut short");
-                }
-                Ok::<_, FsError>(())
-            };
-            let result = r.await;
-            finish(reply, result, |r, ()| r.ok());
-        });
+        self.rt.spawn(listing::readdirplus(xl, self.kc.clone(), loc, stream, ino, offset, reply));
     }
 
     fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {

@@ -1,4 +1,4 @@
-//! Filling one READDIR or READDIRPLUS reply from the pipeline's listing.
+//! Answering READDIR and READDIRPLUS: one reply filled from the pipeline's listing.
 //!
 //! Both walk the open directory's stream (`dirs`) the same way: "." and
 //! "..", then batches of real entries until the kernel's buffer is full or
@@ -8,8 +8,83 @@
 //! lookup reference on every real entry it is given, which the inode table
 //! counts like a LOOKUP.
 
+use super::answer::finish;
+use super::convert;
 use super::dirs::{DirStream, AFTER_DOT, AFTER_DOTDOT};
+use super::kernel_cache::KernelCache;
+use fuser::{FileType, Generation, INodeNo, ReplyDirectory, ReplyDirectoryPlus};
+use std::sync::Arc;
+use std::time::Duration;
 use xlator::{DirEntry, FsError, FsResult, Loc, Next};
+
+/// An open directory's stream, as the FUSE layer finds it by handle.
+pub type Stream = Option<Arc<tokio::sync::Mutex<DirStream>>>;
+
+/// Answer a READDIR of directory `ino` (at `loc`) from `offset`. The reply
+/// is filled while the listing runs, so it is answered here rather than
+/// through `answer`.
+pub async fn readdir(xl: Next, loc: FsResult<Loc>, stream: Stream, ino: INodeNo, offset: u64, mut reply: ReplyDirectory) {
+    let r = async {
+        let (loc, stream) = (loc?, stream.ok_or(FsError::EBADF)?);
+        let mut stream = stream.lock().await;
+        fill(&xl, &loc, &mut stream, offset, false, |item| match item {
+            Item::Dot => reply.add(ino, AFTER_DOT, FileType::Directory, "."),
+            Item::DotDot => reply.add(INodeNo(1), AFTER_DOTDOT, FileType::Directory, ".."),
+            Item::Entry(e, off) => reply.add(INodeNo(e.fid.ino()), off, convert::kind(e.kind), &e.name),
+        })
+        .await
+    };
+    let result = r.await;
+    finish(reply, result, |r, ()| r.ok());
+}
+
+/// Answer a READDIRPLUS: [`readdir`] with each entry's attributes, which
+/// the kernel caches as a LOOKUP's (TTL and memo under the tickets taken
+/// before the listing is fetched).
+pub async fn readdirplus(
+    xl: Next,
+    kc: Arc<KernelCache>,
+    loc: FsResult<Loc>,
+    stream: Stream,
+    ino: INodeNo,
+    offset: u64,
+    mut reply: ReplyDirectoryPlus,
+) {
+    let (t, m) = (kc.ticket(), kc.memo_ticket());
+    let r = async {
+        let (loc, stream) = (loc?, stream.ok_or(FsError::EBADF)?);
+        let mut stream = stream.lock().await;
+        // The kernel skips the attributes of "." and ".." (it takes
+        // no reference on them): any will do.
+        let dot = convert::dir_placeholder(ino);
+        let gen = Generation(0);
+        let mut missing = false;
+        fill(&xl, &loc, &mut stream, offset, true, |item| match item {
+            Item::Dot => reply.add(ino, AFTER_DOT, ".", &Duration::ZERO, &dot, gen),
+            Item::DotDot => reply.add(INodeNo(1), AFTER_DOTDOT, "..", &Duration::ZERO, &dot, gen),
+            Item::Entry(e, off) => {
+                let Some(a) = &e.attr else {
+                    missing = true;
+                    return true;
+                };
+                let full = reply.add(INodeNo(e.fid.ino()), off, &e.name, &kc.ttl(t), &convert::attr(a), gen);
+                if !full {
+                    // The kernel now holds a lookup reference on it.
+                    kc.inodes().remember(&loc, &e.name, e.fid);
+                    kc.remember_entry(t, m, ino.0, &e.name, a);
+                }
+                full
+            }
+        })
+        .await?;
+        if missing {
+            tracing::warn!(dir = %loc.path, "a listing with attributes came back without some; cut short");
+        }
+        Ok::<_, FsError>(())
+    };
+    let result = r.await;
+    finish(reply, result, |r, ()| r.ok());
+}
 
 /// Directory entries asked of the pipeline per call.
 const BATCH: u32 = 256;
