@@ -153,9 +153,16 @@ pub async fn start(config: Config) -> anyhow::Result<Handle> {
     let mut rdma_addr = None;
     if let Some(ra) = rdma_at {
         let svc = Arc::new(rdma::MemcacheService::new(node.clone()));
-        let (bound, _task) = transport::select::serve_rdma(ra, svc, Default::default() /* a cache node holds no volume secret */, drain.token().stopped())
+        let token = drain.token();
+        let (bound, task) = transport::select::serve_rdma(ra, svc, Default::default() /* a cache node holds no volume secret */, token.stopped())
             .await
             .with_context(|| format!("listening for RDMA on {ra}"))?;
+        // The drain waits for the RDMA server, which closes every connection
+        // once stopped: a node that has shut down answers nobody.
+        tokio::spawn(async move {
+            let _ = task.await;
+            drop(token);
+        });
         tracing::info!(%bound, "cache node listening for RDMA");
         rdma_addr = Some(bound);
     }
