@@ -25,7 +25,9 @@
 //!
 //! * server 0's answer to a speculative create is waited for at most
 //!   [`IN_FLIGHT`]; later, the create fails (EIO), so a create is only
-//!   ever acknowledged within that window of its followers' part;
+//!   ever acknowledged within that window of its followers' part (the open
+//!   server 0 counts if it still makes the file is released when it
+//!   answers: `decided_create`);
 //! * the heal leaves a follower-only object that is *pristine* (its access
 //!   and modification times are still its creation's: nothing read or
 //!   wrote it, which a create acknowledged to anyone would allow) and
@@ -56,6 +58,32 @@ impl Stripe {
             Ok(r) => r,
             Err(_) => {
                 tracing::warn!("stripe: server 0 did not answer a create in time; failing it");
+                Err(FsError::EIO)
+            }
+        }
+    }
+
+    /// Server 0's step of a create, bounded like [`Stripe::decided`]. A
+    /// create that server 0 carries out after the bound still counted an
+    /// open there, and the caller, told EIO, sends no release: the release
+    /// goes when server 0's answer comes. The file it made is left: our id
+    /// on every server that has it, empty, a create whose answer was lost.
+    async fn decided_create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
+        let s0 = self.first().clone();
+        let path = parent.child(&new.name).path;
+        let mut step = {
+            let (s0, parent, new) = (s0.clone(), parent.clone(), new.clone());
+            Box::pin(async move { s0.create(&parent, &new, flags).await })
+        };
+        match tokio::time::timeout(IN_FLIGHT, &mut step).await {
+            Ok(r) => r,
+            Err(_) => {
+                tracing::warn!(%path, "stripe: server 0 did not answer a create in time; failing it");
+                tokio::spawn(async move {
+                    if let Ok(a) = step.await {
+                        let _ = s0.release(&Loc { path, fid: Some(a.fid) }).await;
+                    }
+                });
                 Err(FsError::EIO)
             }
         }
@@ -94,7 +122,7 @@ impl Stripe {
     pub(crate) async fn create_everywhere(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
         let spec_new = NewFile { exclusive: true, ..new.clone() };
         let (first, spec) = futures::join!(
-            self.decided(self.first().create(parent, new, flags)),
+            self.decided_create(parent, new, flags),
             join_all(self.rest().iter().map(|s| s.create(parent, &spec_new, (flags | libc::O_EXCL) & !libc::O_TRUNC)))
         );
         let at = |fid| Loc { path: parent.child(&new.name).path, fid: Some(fid) };
@@ -149,11 +177,20 @@ impl Stripe {
         let opened: Vec<(&Next, FileId)> = std::iter::once((self.first(), first.fid))
             .chain(self.rest().iter().zip(&rest).filter_map(|(s, r)| Some((s, r.as_ref().ok()?.fid))))
             .collect();
+        // What server 0 made when a follower failed: an O_EXCL create is
+        // undone (server 0 first, then the followers: a removal in the
+        // namespace's order), because a retry must not meet EEXIST for a
+        // file its caller was told was not made. Without O_EXCL the file is
+        // left as server 0 decided: it may be one that existed before (never
+        // deleted), and when we made it, a retry opens it all the same and
+        // the heal of the next lookup gives the follower its copy — empty,
+        // with server 0's id, permissions and owner, which is all a new file
+        // is — where a removal could take a file another gateway's create
+        // has opened meanwhile (a risk the O_EXCL undo takes for its clean
+        // slate, as a racing unlink would).
         let r = if new.exclusive || rest.iter().all(|r| r.is_ok()) {
             self.finish_create(parent, &new.name, false, first.clone(), rest).await
         } else {
-            // A non-exclusive create may have opened a file that existed
-            // before: never delete it, just report the failure.
             Err(pick_error(rest.into_iter().filter_map(|r| r.err())))
         };
         if r.is_err() {
