@@ -25,7 +25,10 @@
 //!   once), or unless server 0 still knows that object's id and the
 //!   follower holds it under no other name: then the follower's units of
 //!   the file would go with it, so the name is left until the name server 0
-//!   uses has been linked (the walk's next pass).
+//!   uses has been linked (the walk's next pass);
+//! * a name that holds the same object everywhere, but whose follower copy
+//!   missed a chmod or chown, gets server 0's mode and owner
+//!   ([`crate::heal_attrs`]; times are not repaired, see there).
 //!
 //! Every decision is taken on a second look at server 0 made after the
 //! follower answered: a removal or rename of another gateway that is
@@ -36,7 +39,7 @@
 //! did (`follow` in create.rs, `settle_rename` in lib.rs). A heal is one attempt per name and meeting; a
 //! server that keeps disagreeing is logged, never retried in a loop.
 
-use crate::{Fut, Stripe};
+use crate::{heal_attrs, Fut, Stripe};
 use lru::LruCache;
 use std::num::NonZeroUsize;
 use std::sync::Mutex;
@@ -114,7 +117,7 @@ pub(crate) fn disagree(all: &[FsResult<Attr>]) -> bool {
         return false;
     };
     rest.iter().any(|r| match (first, r) {
-        (Ok(f), Ok(a)) => !same(f, a),
+        (Ok(f), Ok(a)) => !same(f, a) || heal_attrs::differs(f, a),
         (Ok(_), Err(FsError::ENOENT)) | (Err(FsError::ENOENT), Ok(_)) => true,
         _ => false,
     })
@@ -165,7 +168,7 @@ impl Stripe {
             match self.heal_one(i, parent, name, ours, theirs).await {
                 Ok(Outcome::Agrees) => {}
                 Ok(Outcome::Repaired) => {
-                    tracing::warn!(server = i, %path, "stripe heal: repaired a follower that missed a namespace step");
+                    tracing::warn!(server = i, %path, "stripe heal: repaired a follower that missed a namespace step or a setattr");
                     report.repaired += 1;
                 }
                 Ok(Outcome::Left) => {
@@ -195,7 +198,10 @@ impl Stripe {
         theirs: &FsResult<Attr>,
     ) -> FsResult<Outcome> {
         match (ours, theirs) {
-            (Ok(f), Ok(a)) if same(f, a) => Ok(Outcome::Agrees),
+            (Ok(f), Ok(a)) if same(f, a) && !heal_attrs::differs(f, a) => Ok(Outcome::Agrees),
+            (Ok(f), Ok(a)) if same(f, a) => {
+                Ok(if self.copy_mode_owner(i, parent, name, f, a).await? { Outcome::Repaired } else { Outcome::Left })
+            }
             (Ok(f), Ok(a)) => {
                 if !self.remove_stray(i, parent, name, a.clone(), 0).await? {
                     return Ok(Outcome::Left);

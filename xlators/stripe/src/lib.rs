@@ -32,13 +32,15 @@
 //!   ([`write`]), so a full server leaves no zero-filled units.
 //! * Repair: a removal or rename that fails half-way (a follower crashed)
 //!   leaves server 0 holding the outcome; a lookup that finds a follower
-//!   disagreeing repairs that follower ([`heal`]), and the walk ([`walk`],
+//!   disagreeing repairs that follower ([`heal`]; a copy's mode and owner
+//!   too, [`heal_attrs`]), and the walk ([`walk`],
 //!   started by setting [`HEAL_XATTR`]) repairs a whole tree. A follower's
 //!   step of an operation accepts what a heal already did, and a stray in
 //!   the way of a create is removed first (`create::follow`).
 
 mod create;
 mod heal;
+mod heal_attrs;
 mod kinds;
 pub mod layout;
 pub mod merge;

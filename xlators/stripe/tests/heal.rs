@@ -153,3 +153,113 @@ async fn a_stray_in_the_way_of_a_create_is_removed_first() {
     let sl = Loc { path: "sl".into(), fid: Some(FileId::from_random(43)) };
     assert_eq!(m1.readlink(&sl).await.unwrap(), "other");
 }
+
+fn chmod(perm: u32) -> SetAttr {
+    SetAttr { perm: Some(perm), ..SetAttr::default() }
+}
+
+fn chown(uid: u32, gid: u32) -> SetAttr {
+    SetAttr { uid: Some(uid), gid: Some(gid), ..SetAttr::default() }
+}
+
+/// Mode and owner of `name` in the root on one server.
+async fn mode_owner(s: &Next, name: &str) -> (u32, u32, u32) {
+    let a = s.lookup(&Loc::root(), name).await.unwrap();
+    (a.perm, a.uid, a.gid)
+}
+
+/// A chmod or chown that reached server 0 only (the follower crashed
+/// between servers): a lookup gives the follower server 0's mode and
+/// owner, for a file, a directory and a symlink (owner only: a symlink's
+/// mode cannot change).
+#[tokio::test]
+async fn a_lookup_repairs_a_missed_chmod_and_chown() {
+    let (m0, m1, s) = two();
+    let root = Loc::root();
+    let f = file_with_data(&s, &root, "f", 50).await;
+    let d = s.mkdir(&root, &nf("d", 51)).await.unwrap();
+    let l = s.symlink(&root, &nf("l", 52), "f").await.unwrap();
+    let at = |name: &str, a: &Attr| Loc { path: name.into(), fid: Some(a.fid) };
+    m0.setattr(&at("f", &f), &chmod(0o600)).await.unwrap();
+    m0.setattr(&at("d", &d), &chown(1000, 100)).await.unwrap();
+    m0.setattr(&at("d", &d), &chmod(0o1777)).await.unwrap();
+    m0.setattr(&at("l", &l), &chown(1001, 101)).await.unwrap();
+    assert_ne!(mode_owner(&m1, "f").await, mode_owner(&m0, "f").await);
+
+    for name in ["f", "d", "l"] {
+        let seen = s.lookup(&root, name).await.unwrap();
+        assert_eq!((seen.perm, seen.uid, seen.gid), mode_owner(&m0, name).await, "{name}: users see server 0's");
+        assert_eq!(mode_owner(&m1, name).await, mode_owner(&m0, name).await, "{name}: the follower was repaired");
+    }
+    assert_eq!(mode_owner(&m1, "d").await, (0o1777, 1000, 100));
+    let here = Loc { path: "f".into(), fid: Some(f.fid) };
+    assert_eq!(s.read(&here, 0, 2 * UNIT as u32).await.unwrap(), data(), "the follower's units are untouched");
+}
+
+/// The walk repairs what no lookup met, deep in the tree: a directory's
+/// mode, and a file copy that missed both a chown and a chmod.
+#[tokio::test]
+async fn the_walk_repairs_missed_setattrs_below() {
+    let (m0, m1, s) = two();
+    let root = Loc::root();
+    let a = s.mkdir(&root, &nf("a", 60)).await.unwrap();
+    let al = Loc { path: "a".into(), fid: Some(a.fid) };
+    let x = s.create(&al, &nf("x", 61), libc::O_RDWR).await.unwrap();
+    let xl = Loc { path: "a/x".into(), fid: Some(x.fid) };
+    s.release(&xl).await.unwrap();
+    m0.setattr(&xl, &chown(7, 8)).await.unwrap();
+    m0.setattr(&al, &chmod(0o700)).await.unwrap();
+    // The follower's copy: same owner, other mode (a chmod it missed
+    // after a chown it saw).
+    s.setattr(&xl, &chmod(0o755)).await.unwrap();
+    m1.setattr(&xl, &chmod(0o711)).await.unwrap();
+
+    s.setxattr(&root, stripe::HEAL_XATTR, b"1", XattrFlags::default()).await.unwrap();
+    let on = |m: &Next, loc: &Loc| {
+        let (m, loc) = (m.clone(), loc.clone());
+        async move {
+            let a = m.getattr(&loc).await.unwrap();
+            (a.perm, a.uid, a.gid)
+        }
+    };
+    assert_eq!(on(&m1, &xl).await, (0o755, 7, 8));
+    assert_eq!(on(&m1, &al).await, on(&m0, &al).await);
+    assert_eq!(on(&m1, &al).await.0, 0o700);
+}
+
+/// Times are not repaired: a follower's newer mtime is a write that
+/// reached only its units, which a missed `touch -d` to an older date
+/// cannot be told from. The volume shows the latest.
+#[tokio::test]
+async fn times_are_left_as_they_are() {
+    let (m0, m1, s) = two();
+    let root = Loc::root();
+    let f = file_with_data(&s, &root, "f", 70).await;
+    let at = Loc { path: "f".into(), fid: Some(f.fid) };
+    let old = Timestamp { secs: 1_000_000, nsecs: 0 };
+    m0.setattr(&at, &SetAttr { mtime: Some(TimeSet::At(old)), ..SetAttr::default() }).await.unwrap();
+    let before = m1.getattr(&at).await.unwrap().mtime;
+    assert!(before > old);
+    assert_eq!(s.lookup(&root, "f").await.unwrap().mtime, before, "the latest copy's time");
+    s.setxattr(&root, stripe::HEAL_XATTR, b"1", XattrFlags::default()).await.unwrap();
+    assert_eq!(m1.getattr(&at).await.unwrap().mtime, before, "the follower's time stays");
+    assert_eq!(m0.getattr(&at).await.unwrap().mtime, old);
+}
+
+/// A heal racing a chmod that reached the follower before server 0 (both
+/// are asked at once) writes server 0's old mode back there; once server 0
+/// has the new one, the next lookup gives it to the follower. Users saw
+/// server 0's mode throughout.
+#[tokio::test]
+async fn a_chmod_the_follower_got_first_is_reverted_then_repaired() {
+    let (m0, m1, s) = two();
+    let root = Loc::root();
+    let f = file_with_data(&s, &root, "f", 80).await;
+    let at = Loc { path: "f".into(), fid: Some(f.fid) };
+    m1.setattr(&at, &chmod(0o600)).await.unwrap();
+    assert_eq!(s.lookup(&root, "f").await.unwrap().perm, 0o644);
+    assert_eq!(mode_owner(&m1, "f").await.0, 0o644, "server 0's mode wins while it has the old one");
+    m0.setattr(&at, &chmod(0o600)).await.unwrap();
+    assert_eq!(s.lookup(&root, "f").await.unwrap().perm, 0o600);
+    assert_eq!(mode_owner(&m1, "f").await.0, 0o600);
+}
