@@ -15,7 +15,7 @@ d='$W/m/p'; os.makedirs(d)
 for i in range(500): open(f'{d}/f{i:04d}','wb').write(b'x'*1024)
 for i in range(500): os.stat(f'{d}/f{i:04d}')
 "
-GW=$(pgrep -f "imca mount .*$W/m" | head -1)
+GW=$(pgrep -f " mount .*$W/m" | head -1)
 echo "gateway pid $GW"
 python3 - <<PY &
 import os, time

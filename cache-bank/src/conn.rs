@@ -32,11 +32,29 @@ pub struct Shared {
     pub pending: Arc<AtomicUsize>,
 }
 
+/// Where a connection's batches go, each behind every batch sent before it.
+pub trait Sink: Send + Sync + 'static {
+    /// Queue `batch`, or give it back if the connection is closed.
+    fn send(&self, batch: Batch) -> Result<(), Batch>;
+    fn is_closed(&self) -> bool;
+}
+
+/// A queue served by the transport's task (RDMA: one message in flight).
+impl Sink for mpsc::UnboundedSender<Batch> {
+    fn send(&self, batch: Batch) -> Result<(), Batch> {
+        mpsc::UnboundedSender::send(self, batch).map_err(|e| e.0)
+    }
+
+    fn is_closed(&self) -> bool {
+        mpsc::UnboundedSender::is_closed(self)
+    }
+}
+
 /// Handle to a live connection; dropping it stops its tasks (which closes
 /// the socket or the queue pair).
 pub struct Conn {
     addr: String,
-    tx: mpsc::UnboundedSender<Batch>,
+    sink: Arc<dyn Sink>,
     alive: Arc<AtomicBool>,
     pending: Arc<AtomicUsize>,
     transport: &'static str,
@@ -60,15 +78,25 @@ impl Conn {
         spawn: impl FnOnce(mpsc::UnboundedReceiver<Batch>, Shared) -> Vec<AbortHandle>,
     ) -> Conn {
         let (tx, rx) = mpsc::unbounded_channel::<Batch>();
+        Conn::with_sink(addr, transport, |shared| (Arc::new(tx), spawn(rx, shared)))
+    }
+
+    /// Start a connection whose batches go to the [`Sink`] that `start`
+    /// makes (with the tasks behind it).
+    pub fn with_sink(
+        addr: String,
+        transport: &'static str,
+        start: impl FnOnce(Shared) -> (Arc<dyn Sink>, Vec<AbortHandle>),
+    ) -> Conn {
         let alive = Arc::new(AtomicBool::new(true));
         let pending = Arc::new(AtomicUsize::new(0));
         let shared = Shared { addr: addr.clone(), alive: alive.clone(), pending: pending.clone() };
-        let tasks = spawn(rx, shared);
-        Conn { addr, tx, alive, pending, transport, tasks }
+        let (sink, tasks) = start(shared);
+        Conn { addr, sink, alive, pending, transport, tasks }
     }
 
     pub fn is_alive(&self) -> bool {
-        self.alive.load(Ordering::Acquire) && !self.tx.is_closed()
+        self.alive.load(Ordering::Acquire) && !self.sink.is_closed()
     }
 
     /// Batches sent and not yet answered.
@@ -80,8 +108,8 @@ impl Conn {
     pub fn send(&self, bytes: Vec<u8>, expect: Vec<Expect>) -> oneshot::Receiver<BatchResult> {
         let (done, rx) = oneshot::channel();
         self.pending.fetch_add(1, Ordering::Relaxed);
-        if let Err(e) = self.tx.send(Batch { bytes, expect, done }) {
-            let _ = e.0.done.send(Err(BankError::Io(self.addr.clone(), "connection closed".into())));
+        if let Err(b) = self.sink.send(Batch { bytes, expect, done }) {
+            let _ = b.done.send(Err(BankError::Io(self.addr.clone(), "connection closed".into())));
         }
         rx
     }

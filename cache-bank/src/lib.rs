@@ -55,6 +55,7 @@ pub mod placement;
 mod rdma;
 pub mod rejects;
 mod reply;
+mod stream_out;
 mod tcp;
 pub mod value;
 

@@ -2,23 +2,25 @@
 //! (or a UNIX stream socket: `unix:/path` nodes; the same tasks).
 //!
 //! Callers hand in a batch (the encoded commands plus what replies to
-//! expect); a writer task writes batches back to back (coalescing whatever
-//! is queued into one `write`), and a reader task parses replies in the same
-//! order. Order is the point: everything one process sends to one node is
+//! expect) and write it to the socket themselves (see `stream_out`); a
+//! reader task parses replies in the same order. Order is the point: everything one process sends to one node is
 //! applied in the order it was sent, which is what lets the storage server
 //! reason about "disk op, then cache op" per file (see smcache).
 
-use crate::conn::{Batch, BatchResult, Conn, Shared};
+use crate::conn::{BatchResult, Conn, Shared, Sink};
 use crate::error::BankError;
 use crate::reply::{BatchParser, Expect};
+use crate::stream_out::{StreamOut, WriteHalf};
 use bytes::BytesMut;
 use std::sync::atomic::Ordering;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use std::sync::Arc;
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
-/// TCP's tasks for a [`Conn`]: a writer and a reader.
+/// TCP's tasks for a [`Conn`]: a flusher for what the socket did not take
+/// at once, and a reader.
 pub struct TcpConn;
 
 impl TcpConn {
@@ -29,45 +31,24 @@ impl TcpConn {
         #[allow(deprecated)] // linger 0 never blocks: it resets instead of draining
         let _ = stream.set_linger(Some(std::time::Duration::ZERO));
         let (rd, wr) = stream.into_split();
-        Conn::start(addr, "tcp", |rx, shared| Self::spawn(rd, wr, rx, shared))
+        Conn::with_sink(addr, "tcp", |shared| Self::spawn(rd, wr, shared))
     }
 
     /// Wrap a connected UNIX stream socket (a node on this host, `-s`).
     pub fn start_unix(addr: String, stream: UnixStream) -> Conn {
         let (rd, wr) = stream.into_split();
-        Conn::start(addr, "unix", |rx, shared| Self::spawn(rd, wr, rx, shared))
+        Conn::with_sink(addr, "unix", |shared| Self::spawn(rd, wr, shared))
     }
 
-    fn spawn<R, W>(rd: R, mut wr: W, mut rx: mpsc::UnboundedReceiver<Batch>, shared: Shared) -> Vec<AbortHandle>
+    fn spawn<R, W>(rd: R, wr: W, shared: Shared) -> (Arc<dyn Sink>, Vec<AbortHandle>)
     where
         R: AsyncRead + Unpin + Send + 'static,
-        W: AsyncWrite + Unpin + Send + 'static,
+        W: WriteHalf,
     {
         let Shared { addr, alive, pending } = shared;
         let (ptx, prx) = mpsc::unbounded_channel::<(Vec<Expect>, oneshot::Sender<BatchResult>)>();
-        let a1 = alive.clone();
-        let name = addr.clone();
-        let writer = tokio::spawn(async move {
-            let mut buf = Vec::with_capacity(64 * 1024);
-            while let Some(first) = rx.recv().await {
-                buf.clear();
-                let mut next = Some(first);
-                while let Some(b) = next.take() {
-                    buf.extend_from_slice(&b.bytes);
-                    if ptx.send((b.expect, b.done)).is_err() {
-                        return;
-                    }
-                    if buf.len() < 256 * 1024 {
-                        next = rx.try_recv().ok();
-                    }
-                }
-                if let Err(e) = wr.write_all(&buf).await {
-                    tracing::debug!(node = %name, error = %e, "bank write failed");
-                    a1.store(false, Ordering::Release);
-                    return;
-                }
-            }
-        });
+        let out = StreamOut::new(wr, addr.clone(), alive.clone(), ptx);
+        let flusher = tokio::spawn(out.clone().flush_forever());
         let a2 = alive.clone();
         let p2 = pending.clone();
         let name = addr.clone();
@@ -92,7 +73,7 @@ impl TcpConn {
                 }
             }
         });
-        vec![writer.abort_handle(), reader.abort_handle()]
+        (out, vec![flusher.abort_handle(), reader.abort_handle()])
     }
 }
 

@@ -10,10 +10,11 @@
 //!  CMCache, the bank client, the config gauges); the admin API when `--admin` is given
 //! ```
 //!
-//! Thread/task model: a multi-threaded tokio runtime runs every translator
-//! call; a few fuser threads only read requests from the kernel and spawn one
-//! task per request, which owns the reply and answers when ready, so a slow
-//! request never blocks the others. The kernel caches entries, attributes
+//! Thread/task model: a few fuser threads read requests from the kernel and
+//! run each one until it first waits on the network (a request the gateway
+//! answers itself never leaves its thread); it then parks as a task, owning
+//! its reply, and the tokio runtime finishes it when its answer arrives, so
+//! a slow request never blocks the others (`fuse::first_poll`). The kernel caches entries, attributes
 //! and pages under the storage servers' leases; a change made through
 //! another gateway is called back to this one (`fuse::kernel_cache`) before
 //! it is acknowledged, so several gateways on the same servers stay
@@ -80,9 +81,16 @@ pub struct Args {
     /// "admin_token_file", "metrics", "pid"} here.
     #[arg(long)]
     pub ready_file: Option<PathBuf>,
-    /// FUSE reader threads (default: number of CPUs, 2..=8).
+    /// FUSE reader threads (default: number of CPUs, 2..=8). Each runs the
+    /// requests it reads until they first wait on the network.
     #[arg(long)]
     pub fuse_threads: Option<usize>,
+    /// Runtime threads, which finish requests once their replies arrive
+    /// (default: half the CPUs, 1..=8). More of them wake each other more
+    /// often than they help: one served a bank-answered stat with 25 % less
+    /// CPU than two on 2 CPUs (docs/benchmarks.md).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub workers: Option<u16>,
     /// Transport to the storage servers and the cache nodes: tcp, rdma (needs
     /// the `rdma` build feature and a device) or auto (rdma when possible, logged).
     #[arg(long, value_name = "KIND", default_value = "tcp")]
@@ -129,7 +137,7 @@ const DRAIN: Duration = Duration::from_secs(5);
 /// Entry point used by the `imca` binary; builds its own runtime.
 pub fn main(args: Args) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cpus().max(2))
+        .worker_threads(args.workers.map_or_else(|| (cpus() / 2).clamp(1, 8), usize::from))
         .thread_name("gateway")
         .enable_all()
         .build()?;

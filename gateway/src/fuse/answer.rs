@@ -31,13 +31,14 @@ pub fn finish<R: Answer, T>(reply: R, result: FsResult<T>, ok: impl FnOnce(R, T)
     }
 }
 
-/// Spawn `work` on `rt` and answer `reply` when it is done, so a slow
-/// request never holds up the fuser thread that read it.
+/// Run `work` and answer `reply` when it is done: here until it first
+/// waits, then on `rt` (see `first_poll`), so a slow request never holds up
+/// the fuser thread that read it.
 pub fn answer<R: Answer, T: Send + 'static>(
     rt: &tokio::runtime::Handle,
     reply: R,
     work: impl Future<Output = FsResult<T>> + Send + 'static,
     ok: impl FnOnce(R, T) + Send + 'static,
 ) {
-    rt.spawn(async move { finish(reply, work.await, ok) });
+    super::first_poll::run(rt, async move { finish(reply, work.await, ok) });
 }

@@ -9,6 +9,7 @@ use super::answer::{answer, finish, Answer};
 use super::append::Appends;
 use super::convert;
 use super::dirs::DirStreams;
+use super::first_poll;
 use super::listing;
 use super::inodes::Inodes;
 use super::kernel_cache::KernelCache;
@@ -535,7 +536,7 @@ impl Filesystem for GatewayFs {
         // that overtakes it leaves the space held until it arrives.
         let (xl, loc, locks, opens) = (self.xl.clone(), self.inodes.loc(ino.0), self.locks.clone(), self.opens.clone());
         reply.ok();
-        self.rt.spawn(async move {
+        first_poll::run(&self.rt, async move {
             let landed = opens.landed(fh.0).await;
             if let Ok(loc) = loc {
                 // The open file's OFD and flock locks go with it.
@@ -562,12 +563,12 @@ impl Filesystem for GatewayFs {
 
     fn readdir(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, reply: ReplyDirectory) {
         let (xl, loc, stream) = (self.xl.clone(), self.inodes.loc(ino.0), self.dirs.get(fh.0));
-        self.rt.spawn(listing::readdir(xl, loc, stream, ino, offset, reply));
+        first_poll::run(&self.rt, listing::readdir(xl, loc, stream, ino, offset, reply));
     }
 
     fn readdirplus(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, reply: ReplyDirectoryPlus) {
         let (xl, loc, stream) = (self.xl.clone(), self.inodes.loc(ino.0), self.dirs.get(fh.0));
-        self.rt.spawn(listing::readdirplus(xl, self.kc.clone(), loc, stream, ino, offset, reply));
+        first_poll::run(&self.rt, listing::readdirplus(xl, self.kc.clone(), loc, stream, ino, offset, reply));
     }
 
     fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {

@@ -2,6 +2,7 @@
 
 mod ahead;
 mod answer;
+mod first_poll;
 mod append;
 pub mod convert;
 pub mod dirs;
