@@ -49,7 +49,7 @@ impl Session {
                 let touch = (!req.extras.is_empty()).then(|| clock.realtime(req.extra_u32(0) as i32));
                 let r = if h.opcode == op::TOUCH {
                     node.touch(&mut self.cnt, req.key, touch.unwrap_or(0)).then(|| {
-                        node.store.with(req.key, |s| s.peek().map(|i| (bytes::Bytes::new(), i.flags, i.cas)))
+                        node.store.with(req.key, |s| s.peek().map(|i| (crate::store::Value::from(&[][..]), i.flags, i.cas)))
                     }).flatten()
                 } else {
                     node.get(&mut self.cnt, req.key, touch)

@@ -5,14 +5,14 @@
 
 use std::io::Write;
 
-use bytes::Bytes;
 use cache_proto::meta::{base64_encode, Kind, MetaCommand};
 use cache_proto::text::{reply, StoreOp, NON_NUMERIC, NO_MEMORY};
 
 use crate::node::{ArithResult, StoreResult};
+use crate::out::Out;
 use crate::session::{After, Session};
 use crate::stats::C;
-use crate::store::{Item, ITEM_OVERHEAD};
+use crate::store::{Item, Value, ITEM_OVERHEAD};
 
 /// What the item looked like (after this command's changes) for the return flags.
 #[derive(Default)]
@@ -81,11 +81,16 @@ fn view(it: &Item, now: u32) -> View {
 }
 
 impl Session {
-    pub(crate) fn exec_meta(&mut self, m: MetaCommand<'_>, data: &[u8], out: &mut Vec<u8>) -> After {
+    pub(crate) fn exec_meta(&mut self, m: MetaCommand<'_>, data: &[u8], o: &mut Out) -> After {
         self.cnt.inc(C::CmdMeta);
+        if m.kind == Kind::Get {
+            self.meta_get(&m, o);
+            return After::Continue;
+        }
+        let out = o.buf();
         match m.kind {
             Kind::Noop => reply::line(out, "MN"),
-            Kind::Get => self.meta_get(&m, out),
+            Kind::Get => unreachable!("executed above"),
             Kind::Set => self.meta_set(&m, data, out),
             Kind::Delete => self.meta_delete(&m, out),
             Kind::Arith => self.meta_arith(&m, out),
@@ -94,7 +99,7 @@ impl Session {
         After::Continue
     }
 
-    fn meta_get(&mut self, m: &MetaCommand<'_>, out: &mut Vec<u8>) {
+    fn meta_get(&mut self, m: &MetaCommand<'_>, o: &mut Out) {
         let node = &*self.node;
         let clock = &node.store.clock;
         let new_ttl = m.num_i32(b'T').map(|t| clock.realtime(t));
@@ -110,12 +115,12 @@ impl Session {
             if slot.peek().is_none() {
                 let ttl = vivify?;
                 let cas = slot.next_cas();
-                if !slot.put(Item { win_sent: true, ..Item::new(Bytes::new(), 0, ttl, now, cas) }) {
+                if !slot.put(Item { win_sent: true, ..Item::new(Value::from(&[][..]), 0, ttl, now, cas) }) {
                     return None; // -M and full: nothing vivified, a plain miss
                 }
                 let it = slot.peek()?;
                 vivified = true;
-                return Some((view(it, now), Bytes::new(), true, false, false));
+                return Some((view(it, now), want_value.then(|| it.value.clone()), true, false, false));
             }
             let it = if bump { slot.get() } else { slot.peek() }?;
             if let Some(t) = new_ttl {
@@ -138,11 +143,12 @@ impl Session {
                 it.fetched = true;
                 it.atime = now;
             }
-            let value = if want_value { it.value.clone() } else { Bytes::new() };
+            let value = want_value.then(|| it.value.clone());
             Some((before, value, won, stale, token_sent))
         });
         // memcached logs the lookup: an item this mg vivified was not found
         self.log_get(&m.key, r.as_ref().filter(|_| !vivified).map(|(v, ..)| v.len));
+        let out = o.buf();
         let Some((v, value, won, stale, token_sent)) = r else {
             self.cnt.inc(C::GetMisses);
             if !m.has(b'q') {
@@ -153,7 +159,7 @@ impl Session {
             return;
         };
         self.cnt.inc(C::GetHits);
-        if want_value {
+        if let Some(value) = &value {
             let _ = write!(out, "VA {}", value.len());
         } else {
             out.extend_from_slice(b"HD");
@@ -169,9 +175,9 @@ impl Session {
             out.extend_from_slice(b" W");
         }
         out.extend_from_slice(b"\r\n");
-        if want_value {
-            out.extend_from_slice(&value);
-            out.extend_from_slice(b"\r\n");
+        if let Some(value) = &value {
+            o.value(value);
+            o.buf().extend_from_slice(b"\r\n");
         }
     }
 

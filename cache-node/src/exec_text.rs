@@ -7,15 +7,12 @@ use cache_proto::text::{reply, Command, Frame, StoreOp, NON_NUMERIC, NO_MEMORY, 
 
 use crate::config::VERSION;
 use crate::node::{ArithResult, StoreResult};
+use crate::out::Out;
 use crate::session::{After, Session};
 use crate::stats::C;
 
-/// Largest reply one multi-get may build (a 4 MiB line of keys could
-/// otherwise name terabytes of values).
-const MAX_GET_REPLY: usize = 32 << 20;
-
 impl Session {
-    pub(crate) fn exec_text(&mut self, frame: Frame<'_>, out: &mut Vec<u8>) -> After {
+    pub(crate) fn exec_text(&mut self, frame: Frame<'_>, out: &mut Out) -> After {
         // memcached writes out what is queued at a get or mn; any other
         // command (even a quiet or failed one) queues a reply
         let flushes = matches!(&frame, Frame::Request { cmd: Command::Get { .. }, .. })
@@ -25,7 +22,11 @@ impl Session {
         after
     }
 
-    fn exec_frame(&mut self, frame: Frame<'_>, out: &mut Vec<u8>) -> After {
+    fn exec_frame(&mut self, frame: Frame<'_>, out: &mut Out) -> After {
+        let (frame, out) = match frame {
+            Frame::Request { cmd, data } => return self.exec_command(cmd, data, out),
+            f => (f, out.buf()),
+        };
         match frame {
             Frame::Error { reply: r, noreply, swallow } => {
                 self.cnt.inc(C::ClientErrors);
@@ -55,36 +56,26 @@ impl Session {
                 }
                 After::Swallow(swallow)
             }
-            Frame::Request { cmd, data } => self.exec_command(cmd, data, out),
+            Frame::Request { .. } => unreachable!("executed above"),
         }
     }
 
-    fn exec_command(&mut self, cmd: Command<'_>, data: &[u8], out: &mut Vec<u8>) -> After {
+    fn exec_command(&mut self, cmd: Command<'_>, data: &[u8], o: &mut Out) -> After {
+        // get and mg (values pinned, not copied) take the reply itself;
+        // every other command composes bytes
+        let cmd = match cmd {
+            Command::Get { keys, cas, touch } => {
+                self.exec_get(&keys, cas, touch, o);
+                return After::Continue;
+            }
+            Command::Meta(m) => return self.exec_meta(m, data, o),
+            c => c,
+        };
+        let out = o.buf();
         let node = &*self.node;
         let clock = &node.store.clock;
         match cmd {
-            Command::Get { keys, cas, touch } => {
-                let touch = touch.map(|e| clock.realtime(e));
-                let start = out.len();
-                let watched = node.store.log.on(crate::watch::FETCHERS);
-                for key in keys {
-                    let mut len = 0;
-                    let (hit, dead) = node.get_dead(&mut self.cnt, key, touch, |it| {
-                        len = it.value.len();
-                        reply::value(out, key, it.flags, &it.value, cas.then_some(it.cas))
-                    });
-                    if watched {
-                        self.log_fetch(key, hit.then_some(len), dead);
-                    }
-                    if hit && out.len() - start > MAX_GET_REPLY {
-                        // memcached's answer when it cannot hold a reply.
-                        out.truncate(start);
-                        Response::ServerError(b"out of memory writing get response".as_slice()).encode(out);
-                        return After::Continue;
-                    }
-                }
-                Status::End.encode(out);
-            }
+            Command::Get { .. } | Command::Meta(_) => unreachable!("executed above"),
             Command::Store { op, key, flags, exptime, cas, noreply, .. } => {
                 let exptime = clock.realtime(exptime);
                 let looked = self.store_lookup(key);
@@ -172,7 +163,6 @@ impl Session {
             }
             Command::Tuning { reply, .. } => reply::line(out, reply),
             Command::Watch { kinds, noreply } => return self.watch(&kinds, noreply, out),
-            Command::Meta(m) => return self.exec_meta(m, data, out),
         }
         After::Continue
     }

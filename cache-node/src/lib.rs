@@ -12,6 +12,7 @@
 //!                      └──> exec_{text,meta,binary}.rs ──> Node (node.rs):
 //!                              memcached semantics over Store (store.rs):
 //!                              sharded byte-bounded LRU (lru crate)
+//!        replies ──> Out (out.rs): headers + values pinned by refcount ──> writev
 //!  --metrics ADDR ──> daemon::serve_metrics /metrics (metrics.rs), reading the same counters
 //!  --transport rdma / --rdma ADDR ──> rdma.rs: the same Session per RDMA message
 //!  -Y authfile ──> auth.rs: memcached's ASCII login, first on every connection
@@ -53,12 +54,14 @@ pub mod compat;
 pub mod config;
 pub mod conns;
 mod exec_binary;
+mod exec_get;
 mod exec_meta;
 mod exec_text;
 mod exec_watch;
 pub mod listen;
 pub mod metrics;
 pub mod node;
+pub mod out;
 pub mod rdma;
 pub mod server;
 pub mod session;
@@ -79,6 +82,7 @@ use anyhow::Context;
 pub use clock::Clock;
 pub use config::{Args, Config};
 pub use node::Node;
+pub use out::Out;
 pub use session::{Progress, Session, OUT_HIGH_WATER};
 
 /// How long [`Handle::shutdown`] waits: the workers give their connections

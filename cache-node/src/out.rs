@@ -1,0 +1,223 @@
+//! A connection's reply on its way out: the bytes the executors compose,
+//! with large values *pinned* in between instead of copied.
+//!
+//! ```text
+//!  Session::process ──> exec_* compose into Out ──> server.rs writes it with
+//!                        headers: Out::buf()          one writev (write_to):
+//!                        values:  Out::value()        [buf..][value][buf..]…
+//! ```
+//!
+//! A multi-get of 64 values of 2 KiB used to copy every value into the
+//! reply buffer under its shard lock, and the kernel copied it again; that
+//! copy was 10 % of the server's CPU (docs/benchmarks.md, issue 14).
+//! Items hold their values as `bytes::Bytes`, so a value is pinned by a
+//! refcount (the item can be replaced or evicted meanwhile; the old value
+//! lives until written) and the kernel reads it straight from the item's
+//! memory, as memcached's `sendmsg` iovecs do. Small values are still copied:
+//! below [`PIN_MIN`] an iovec and two atomic refcount updates cost more than
+//! the copy.
+//!
+//! Other transports (RDMA, tests) take the reply as one `Vec<u8>`
+//! ([`Out::into_vec`]): the values are copied there, once.
+
+use std::io::IoSlice;
+
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+
+use crate::store::Value;
+
+/// Values at least this long are pinned rather than copied.
+pub const PIN_MIN: usize = 512;
+
+/// The buffer a cleared `Out` starts again with.
+const FRESH: usize = 16 * 1024;
+
+/// What one `writev` is handed at most (Linux's `UIO_MAXIOV`).
+const MAX_IOV: usize = 1024;
+
+#[derive(Default)]
+pub struct Out {
+    buf: Vec<u8>,
+    /// (offset in `buf` the value is sent at, value), in offset order
+    pinned: Vec<(usize, Value)>,
+    pinned_len: usize,
+}
+
+/// A position in an [`Out`] to [`truncate`](Out::truncate) back to.
+#[derive(Clone, Copy)]
+pub struct Mark {
+    buf: usize,
+    pinned: usize,
+    pinned_len: usize,
+}
+
+impl Out {
+    pub fn with_capacity(n: usize) -> Out {
+        Out { buf: Vec::with_capacity(n), ..Out::default() }
+    }
+
+    /// An `Out` that continues `v` (what is already in it goes first).
+    pub fn from_vec(v: Vec<u8>) -> Out {
+        Out { buf: v, ..Out::default() }
+    }
+
+    /// Bytes to send, pinned values included.
+    pub fn len(&self) -> usize {
+        self.buf.len() + self.pinned_len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The composed bytes: what is appended here is sent after every
+    /// value pinned so far.
+    pub fn buf(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+
+    /// Appends a value: copied when short, else pinned.
+    pub fn value(&mut self, v: &Value) {
+        if v.len() < PIN_MIN {
+            self.buf.extend_from_slice(v);
+        } else {
+            self.pinned_len += v.len();
+            self.pinned.push((self.buf.len(), v.clone()));
+        }
+    }
+
+    pub fn mark(&self) -> Mark {
+        Mark { buf: self.buf.len(), pinned: self.pinned.len(), pinned_len: self.pinned_len }
+    }
+
+    /// Drops everything appended since `m`.
+    pub fn truncate(&mut self, m: Mark) {
+        self.buf.truncate(m.buf);
+        self.pinned.truncate(m.pinned);
+        self.pinned_len = m.pinned_len;
+    }
+
+    /// Empties the reply (releasing the pinned values); a buffer that grew
+    /// past `keep` bytes (a huge reply) is not kept.
+    pub fn clear(&mut self, keep: usize) {
+        self.buf.clear();
+        self.pinned.clear();
+        self.pinned_len = 0;
+        if self.buf.capacity() > keep {
+            self.buf = Vec::with_capacity(FRESH);
+        }
+    }
+
+    /// The reply as one buffer (the pinned values copied in).
+    pub fn into_vec(self) -> Vec<u8> {
+        if self.pinned.is_empty() {
+            return self.buf;
+        }
+        let mut v = Vec::with_capacity(self.len());
+        for s in self.slices() {
+            v.extend_from_slice(&s);
+        }
+        v
+    }
+
+    /// The reply in order, as the slices a `writev` takes.
+    fn slices(&self) -> Vec<IoSlice<'_>> {
+        let mut s = Vec::with_capacity(2 * self.pinned.len() + 1);
+        let mut at = 0;
+        for (off, v) in &self.pinned {
+            if *off > at {
+                s.push(IoSlice::new(&self.buf[at..*off]));
+            }
+            s.push(IoSlice::new(v));
+            at = *off;
+        }
+        if at < self.buf.len() {
+            s.push(IoSlice::new(&self.buf[at..]));
+        }
+        s
+    }
+
+    /// Writes the whole reply: one `write` when nothing is pinned, else
+    /// vectored writes, resumed where the socket took less.
+    pub async fn write_to<W: AsyncWrite + Unpin>(&self, w: &mut W) -> std::io::Result<()> {
+        if self.pinned.is_empty() {
+            return w.write_all(&self.buf).await;
+        }
+        let mut slices = self.slices();
+        let mut rest = &mut slices[..];
+        while !rest.is_empty() {
+            let n = w.write_vectored(&rest[..rest.len().min(MAX_IOV)]).await?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            IoSlice::advance_slices(&mut rest, n);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn big(c: u8) -> Value {
+        vec![c; PIN_MIN].into()
+    }
+
+    #[test]
+    fn pinned_values_keep_their_place() {
+        let mut o = Out::default();
+        o.buf().extend_from_slice(b"A ");
+        o.value(&big(b'x'));
+        o.buf().extend_from_slice(b"\r\n");
+        o.value(&Value::from(&b"small"[..]));
+        o.value(&big(b'y'));
+        o.value(&big(b'z'));
+        o.buf().extend_from_slice(b"END");
+        let want = [&b"A "[..], &[b'x'; PIN_MIN], b"\r\nsmall", &[b'y'; PIN_MIN], &[b'z'; PIN_MIN], b"END"].concat();
+        assert_eq!(o.len(), want.len());
+        assert_eq!(o.into_vec(), want);
+    }
+
+    #[test]
+    fn truncate_drops_pinned_values_too() {
+        let mut o = Out::from_vec(b"X".to_vec());
+        let m = o.mark();
+        o.value(&big(b'x'));
+        o.buf().extend_from_slice(b"tail");
+        o.truncate(m);
+        o.buf().extend_from_slice(b"Y");
+        assert_eq!(o.len(), 2);
+        assert_eq!(o.into_vec(), b"XY");
+    }
+
+    /// A writer that takes at most 7 bytes per call, vectored or not.
+    struct Dribble(Vec<u8>);
+
+    impl AsyncWrite for Dribble {
+        fn poll_write(mut self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>, b: &[u8]) -> std::task::Poll<std::io::Result<usize>> {
+            let n = b.len().min(7);
+            self.0.extend_from_slice(&b[..n]);
+            std::task::Poll::Ready(Ok(n))
+        }
+        fn poll_flush(self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn partial_writes_resume() {
+        let mut o = Out::default();
+        for c in b'a'..b'e' {
+            o.buf().extend_from_slice(b"VALUE k\r\n");
+            o.value(&big(c));
+            o.buf().extend_from_slice(b"\r\n");
+        }
+        let mut w = Dribble(Vec::new());
+        o.write_to(&mut w).await.unwrap();
+        assert_eq!(w.0, o.into_vec());
+    }
+}
