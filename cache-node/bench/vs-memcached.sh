@@ -7,6 +7,8 @@
 # memaslap -d), run in the same alternation after the mixed cells:
 #   MGET_KEYS ["16 64"] keys per get; MGET_CONNS ["4 16"]; MGET_SIZE [2048] value bytes;
 #   MGET=0 skips them; MIXED=0 skips the single-key cells of the baseline script.
+# NODE=path runs that cache-node binary (e.g. a build of the code before a change)
+#   instead of building this tree's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PASSES="${PASSES:-2}"; export DURATION="${DURATION:-8}" RUNS=1 SKIP_CAPABLE=1
@@ -15,8 +17,10 @@ BASELINE="${BASELINE:-../shared/peers/memcached-baseline.sh}"
 MGET="${MGET:-1}"; MIXED="${MIXED:-1}"
 MGET_KEYS="${MGET_KEYS:-16 64}"; MGET_CONNS="${MGET_CONNS:-4 16}"; MGET_SIZE="${MGET_SIZE:-2048}"
 target="${CARGO_TARGET_DIR:-target}"
-cargo build --release -p cache-node --example cache-node >&2
-NODE="$target/release/examples/cache-node"
+if [ -z "${NODE:-}" ]; then
+  cargo build --release -p cache-node --example cache-node >&2
+  NODE="$target/release/examples/cache-node"
+fi
 PORT="${NODE_PORT:-21311}"
 MEMASLAP=$(command -v memcaslap || command -v memaslap)
 HZ=$(getconf CLK_TCK)
