@@ -1,8 +1,8 @@
 //! A storage server killed (SIGKILL) in the middle of a stream of creates,
-//! mkdirs, renames, unlinks and rmdirs: the operations in flight and those
-//! made while it is down fail; after its restart and a heal walk
+//! mkdirs, renames, unlinks, rmdirs and chmods: the operations in flight
+//! and those made while it is down fail; after its restart and a heal walk
 //! (`imca heal MOUNT`) every server's export holds the
-//! same names, kinds and ids, and every acknowledged operation shows
+//! same names, kinds, ids and modes, and every acknowledged operation shows
 //! (created names with their content, removed names gone).
 
 mod common;
@@ -10,6 +10,7 @@ mod common;
 use common::*;
 use std::collections::BTreeMap;
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
@@ -34,6 +35,8 @@ struct Stream {
     model: BTreeMap<String, Entry>,
     ok: Arc<AtomicUsize>,
     failed: Arc<AtomicUsize>,
+    /// chmods that failed (some server missed them)
+    chmods_failed: usize,
 }
 
 impl Stream {
@@ -67,7 +70,7 @@ impl Stream {
         let d = format!("d{}", k % DIRS);
         let files = self.known(|_, e| matches!(e, Entry::File(_)));
         let dirs = self.known(|p, e| *e == Entry::Dir && p.contains("/m"));
-        match k % 8 {
+        match k % 9 {
             0 | 1 | 6 => {
                 // into a made directory now and then, so directory moves carry files
                 let parent = if k % 3 == 0 && !dirs.is_empty() { dirs[k % dirs.len()].clone() } else { d };
@@ -128,9 +131,40 @@ impl Stream {
                     self.settle(r, &[&p], |s| drop(s.model.insert(p.clone(), Entry::Gone)));
                 }
             }
+            8 => {
+                // a file or a directory; a directory keeps its owner's rwx
+                let (all, bits) = if k % 2 == 0 { (files, 0o600) } else { (dirs, 0o700) };
+                if let Some(p) = all.get(k % all.len().max(1)) {
+                    let r = fs::set_permissions(m.join(p), fs::Permissions::from_mode(bits | (k as u32 / 9) % 0o100));
+                    self.chmods_failed += usize::from(r.is_err());
+                    // (a chmod leaves the model's names and contents alone)
+                    self.settle(r, &[], |_| {});
+                }
+            }
             _ => {}
         }
     }
+}
+
+/// The permission bits of every entry of an export.
+fn export_modes(root: &Path) -> BTreeMap<String, u32> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for e in fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            if rel == ".imca" {
+                continue;
+            }
+            let md = fs::symlink_metadata(&p).unwrap();
+            out.insert(rel, md.permissions().mode() & 0o7777);
+            if md.is_dir() {
+                todo.push(p);
+            }
+        }
+    }
+    out
 }
 
 /// Root's heal walk through the mount (`imca heal`); something left: again.
@@ -159,7 +193,7 @@ fn wait_for(what: &str, counter: &AtomicUsize, base: usize, n: usize) {
 fn killed_mid_stream(victim: usize) {
     let mut c = ClusterSpec::new().storage(3).stripe_unit(4096).timeout(2.0).kernel_cache(false).start();
     let m = c.mount().to_path_buf();
-    let mut stream = Stream { model: BTreeMap::new(), ok: Arc::default(), failed: Arc::default() };
+    let mut stream = Stream { model: BTreeMap::new(), ok: Arc::default(), failed: Arc::default(), chmods_failed: 0 };
     for i in 0..DIRS {
         fs::create_dir(m.join(format!("d{i}"))).unwrap();
         stream.model.insert(format!("d{i}"), Entry::Dir);
@@ -209,6 +243,13 @@ fn killed_mid_stream(victim: usize) {
     assert!(trees[0].len() > DIRS, "the stream made things");
     for (i, t) in trees.iter().enumerate().skip(1) {
         assert_eq!(t, &trees[0], "server {i} agrees with server 0 (names, kinds, ids)");
+    }
+    // A chmod a server missed: the walk gave the followers server 0's modes.
+    eprintln!("{} chmods failed", stream.chmods_failed);
+    assert!(stream.chmods_failed > 0, "some chmod was missed by a server");
+    let modes: Vec<_> = (0..3).map(|i| export_modes(&c.export(i))).collect();
+    for (i, m) in modes.iter().enumerate().skip(1) {
+        assert_eq!(m, &modes[0], "server {i} agrees with server 0 (modes)");
     }
     let mut checked = 0;
     for (p, e) in &stream.model {
