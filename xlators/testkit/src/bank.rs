@@ -159,7 +159,7 @@ impl View {
         slots
             .iter()
             .filter_map(|s| s.node.as_ref())
-            .find_map(|n| n.get(&mut Counters::default(), key.key.as_bytes(), None).map(|(v, _, _)| v))
+            .find_map(|n| n.get(&mut Counters::default(), key.key.as_bytes(), None).map(|(v, _, _)| Bytes::copy_from_slice(&v)))
     }
 
     /// How values are framed and checked here (the translators' codec).
