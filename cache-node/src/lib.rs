@@ -11,7 +11,7 @@
 //!                      │   text / meta / binary chosen by the first byte
 //!                      └──> exec_{text,meta,binary}.rs ──> Node (node.rs):
 //!                              memcached semantics over Store (store.rs):
-//!                              sharded byte-bounded LRU (lru crate)
+//!                              sharded byte-bounded LRU (lru crate; short keys inline, key.rs)
 //!        replies ──> Out (out.rs): headers + values pinned by refcount ──> writev
 //!  --metrics ADDR ──> daemon::serve_metrics /metrics (metrics.rs), reading the same counters
 //!  --transport rdma / --rdma ADDR ──> rdma.rs: the same Session per RDMA message
@@ -58,6 +58,7 @@ mod exec_get;
 mod exec_meta;
 mod exec_text;
 mod exec_watch;
+mod key;
 pub mod listen;
 pub mod metrics;
 pub mod node;

@@ -26,6 +26,7 @@ use std::sync::{Mutex, MutexGuard};
 use lru::LruCache;
 
 use crate::clock::Clock;
+use crate::key::Key;
 use crate::slabs::{Classes, CHARGE_SHIFT};
 
 /// Per-item bytes charged against `-m` besides key and value: exactly
@@ -92,7 +93,7 @@ pub fn item_ntotal(key_len: usize, value_len: usize) -> usize {
 }
 
 pub struct Shard {
-    lru: LruCache<Box<[u8]>, Item, FastHash>,
+    lru: LruCache<Key, Item, FastHash>,
 }
 
 /// One slab class's counts (`stats slabs`, `stats items`).
@@ -464,10 +465,10 @@ impl Store {
             // fresh tick (it no longer looks oldest across shards)
             let k = k.clone();
             let tick = self.hot.tick.fetch_add(1, Ordering::Relaxed);
-            if let Some(it) = g.lru.peek_mut(&k[..]) {
+            if let Some(it) = g.lru.peek_mut(&*k) {
                 (it.active, it.bumped, it.tick) = (false, now, tick);
             }
-            g.lru.promote(&k[..]);
+            g.lru.promote(&*k);
             return false;
         }
         let Some((k, it)) = g.lru.pop_lru() else { return false };
