@@ -17,6 +17,9 @@
 //!   storage server populates the blocks while answering).
 //! - **create, mkdir, mknod, symlink, link**: the new entry and stat are
 //!   claimed before the create and filled from its reply (module `created`).
+//! - **a directory changed through this gateway** within the last second
+//!   has its stat asked of the storage servers directly (module `changing`:
+//!   the change deleted it from the bank).
 //! - everything else is forwarded: writes are persistent, and the storage
 //!   servers (SMCache) fix the bank before they acknowledge.
 //!
@@ -27,6 +30,7 @@
 //! so an answer read before a mutation never lands after it. Any bank error
 //! or timeout is a miss; the config comes under a lease (`None` = bypass).
 
+mod changing;
 mod created;
 pub mod metrics;
 mod translator;

@@ -1,5 +1,6 @@
 //! The CMCache translator: docs/design.md §4 (stat, read, write and the other mutations), gateway side.
 
+use crate::changing::Changing;
 use crate::metrics;
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
@@ -31,6 +32,8 @@ pub struct CmCache {
     /// if the block size divides it (else a block would span two servers,
     /// and no single server could keep it fresh)
     stripe_unit: Option<u64>,
+    /// directories changed through here lately: their stat skips the bank
+    changing: Changing,
     pub(crate) metrics: metrics::Metrics,
 }
 
@@ -51,6 +54,7 @@ impl CmCache {
             hints: Mutex::new(HashMap::new()),
             timeout: None,
             stripe_unit: None,
+            changing: Changing::default(),
             metrics: metrics::Metrics::register(registry),
         }
     }
@@ -233,6 +237,10 @@ impl Translator for CmCache {
             self.metrics.count("getattr", "bypass");
             return self.below.getattr(loc).await;
         };
+        if self.changing.recently(fid) {
+            self.metrics.count("getattr", "changing");
+            return self.below.getattr(loc).await;
+        }
         self.stat(&l, loc, fid).await
     }
 
@@ -317,6 +325,7 @@ impl Translator for CmCache {
     }
 
     async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Attr> {
+        self.changing.touched(parent.fid);
         let c = self.claim_new(parent, &new.name, Some(new.fid)).await;
         let a = self.below.mknod(parent, new, mode, rdev).await?;
         self.populate_new(c, &a);
@@ -324,6 +333,7 @@ impl Translator for CmCache {
     }
 
     async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Attr> {
+        self.changing.touched(parent.fid);
         let c = self.claim_new(parent, &new.name, Some(new.fid)).await;
         let a = self.below.mkdir(parent, new).await?;
         self.populate_new(c, &a);
@@ -331,6 +341,7 @@ impl Translator for CmCache {
     }
 
     async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Attr> {
+        self.changing.touched(parent.fid);
         let c = self.claim_new(parent, &new.name, Some(new.fid)).await;
         let a = self.below.symlink(parent, new, target).await?;
         self.populate_new(c, &a);
@@ -338,6 +349,7 @@ impl Translator for CmCache {
     }
 
     async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
+        self.changing.touched(parent.fid);
         // An O_TRUNC create of an existing file is a mutation the servers
         // invalidate for: nothing to populate then (the claims just fail).
         let c = self.claim_new(parent, &new.name, Some(new.fid)).await;
@@ -347,6 +359,7 @@ impl Translator for CmCache {
     }
 
     async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Attr> {
+        self.changing.touched(newparent.fid);
         // The file's own stat changes (nlink): only the new entry is filled.
         let c = self.claim_new(newparent, newname, None).await;
         let a = self.below.link(loc, newparent, newname).await?;
@@ -356,11 +369,13 @@ impl Translator for CmCache {
 
     async fn unlink(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
         self.forget(parent.fid, name);
+        self.changing.touched(parent.fid);
         self.below.unlink(parent, name).await
     }
 
     async fn rmdir(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
         self.forget(parent.fid, name);
+        self.changing.touched(parent.fid);
         self.below.rmdir(parent, name).await
     }
 
@@ -374,6 +389,8 @@ impl Translator for CmCache {
     ) -> FsResult<Renamed> {
         self.forget(parent.fid, name);
         self.forget(newparent.fid, newname);
+        self.changing.touched(parent.fid);
+        self.changing.touched(newparent.fid);
         self.below.rename(parent, name, newparent, newname, flags).await
     }
 }

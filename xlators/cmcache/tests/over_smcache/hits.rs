@@ -159,3 +159,28 @@ async fn a_change_after_a_create_is_seen() {
         assert_eq!(a.lookup(&root, &name).await.unwrap_err(), FsError::ENOENT, "{name}");
     }
 }
+
+#[tokio::test]
+async fn a_directory_changed_here_is_asked_of_the_server_not_the_bank() {
+    let s = Stack::start(Spec::default()).await;
+    let (d, e) = (testkit::new_file("d"), testkit::new_file("e"));
+    s.gw().mkdir(&Loc::root(), &d).await.unwrap();
+    s.gw().mkdir(&Loc::root(), &e).await.unwrap();
+    let (dloc, eloc) = (testkit::at("d", d.fid), testkit::at("e", e.fid));
+    s.gw().create(&dloc, &testkit::new_file("f"), libc::O_RDWR | libc::O_CREAT).await.unwrap();
+
+    // e was made here but nothing changed in it: its stat is the bank's
+    let before = counts(&s);
+    let ea = s.gw().getattr(&eloc).await.unwrap();
+    assert_eq!(s.gw().getattr(&eloc).await.unwrap(), ea);
+    assert!(reached(&s, before).1 <= 1, "at most the first getattr of e reaches the server");
+
+    // d just had a create: each getattr asks the server, and nothing is
+    // stored for the next change to delete
+    let before = counts(&s);
+    for _ in 0..3 {
+        assert_eq!(s.gw().getattr(&dloc).await.unwrap(), s.disk().getattr(&dloc).await.unwrap());
+    }
+    assert_eq!(reached(&s, before).1, 3 + 3, "three through the gateway, three asked directly here");
+    assert!(s.view().stat(d.fid).is_none(), "no stat of d was populated");
+}
