@@ -23,7 +23,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use xlator::{Attr, FileId, FsError, FsResult, Loc, NewFile, Next, Owner, SetAttr, TimeSet, XattrFlags};
+use xlator::{Attr, FileId, FsError, FsResult, Loc, NewFile, Next, Owner, SetAttr, TimeSet};
 
 /// FUSE requests up to this size (read and write).
 pub const MAX_REQUEST: u32 = 1 << 20;
@@ -34,11 +34,11 @@ const PAGES_DROPPED: Duration = Duration::from_secs(1);
 
 pub struct GatewayFs {
     rt: tokio::runtime::Handle,
-    xl: Next,
-    inodes: Arc<Inodes>,
+    pub(super) xl: Next,
+    pub(super) inodes: Arc<Inodes>,
     dirs: Arc<DirStreams>,
     /// what the kernel may cache, for how long (leases and callbacks)
-    kc: Arc<KernelCache>,
+    pub(super) kc: Arc<KernelCache>,
     /// O_APPEND writes, ordered by each file's ordering server (see `append`)
     appends: Arc<Appends>,
     /// which lock owners locked what through this gateway (for close)
@@ -75,7 +75,7 @@ impl GatewayFs {
     }
 
     /// Run `work` on the runtime; answer `reply` with `ok` or the errno.
-    fn answer<R: Answer, T: Send + 'static>(
+    pub(super) fn answer<R: Answer, T: Send + 'static>(
         &self,
         reply: R,
         work: impl Future<Output = FsResult<T>> + Send + 'static,
@@ -587,74 +587,20 @@ impl Filesystem for GatewayFs {
         });
     }
 
-    fn setxattr(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        name: &OsStr,
-        value: &[u8],
-        flags: i32,
-        _position: u32,
-        reply: ReplyEmpty,
-    ) {
-        let xl = self.xl.clone();
-        self.kc.changing_xattrs(ino.0);
-        let kc = self.kc.clone();
-        let args = self.inodes.loc(ino.0).and_then(|l| Ok((l, name.to_str().ok_or(FsError::EILSEQ)?.to_string())));
-        let value = value.to_vec();
-        let xflags = XattrFlags { create: flags & libc::XATTR_CREATE != 0, replace: flags & libc::XATTR_REPLACE != 0 };
-        let work = async move {
-            let (loc, name) = args?;
-            let r = xl.setxattr(&loc, &name, &value, xflags).await;
-            kc.changing_xattrs(ino.0);
-            r
-        };
-        self.answer(reply, work, |r, ()| r.ok());
+    fn setxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, value: &[u8], flags: i32, _position: u32, reply: ReplyEmpty) {
+        self.set_xattr(ino, name, value, flags, reply)
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        // Asked before every write (see `KernelCache::has_no_caps`).
-        let caps = name == OsStr::new("security.capability");
-        if caps && self.kc.has_no_caps(ino.0) {
-            return reply.error(Errno::from_i32(libc::ENODATA));
-        }
-        let (xl, kc, t, m) = (self.xl.clone(), self.kc.clone(), self.kc.ticket(), self.kc.memo_ticket());
-        let args = self.inodes.loc(ino.0).and_then(|l| Ok((l, name.to_str().ok_or(FsError::ENODATA)?.to_string())));
-        let work = async move {
-            let (loc, name) = args?;
-            let r = xl.getxattr(&loc, &name).await;
-            if caps && r == Err(FsError::ENODATA) {
-                kc.learned_no_caps(t, m, ino.0);
-            }
-            r
-        };
-        self.answer(reply, work, move |r, v| reply_xattr(r, size, &v));
+        self.get_xattr(ino, name, size, reply)
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        let (xl, loc) = (self.xl.clone(), self.inodes.loc(ino.0));
-        self.answer(reply, async move { xl.listxattr(&loc?).await }, move |r, names| {
-            let mut buf = Vec::new();
-            for n in names {
-                buf.extend_from_slice(n.as_bytes());
-                buf.push(0);
-            }
-            reply_xattr(r, size, &buf)
-        });
+        self.list_xattrs(ino, size, reply)
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let xl = self.xl.clone();
-        self.kc.changing_xattrs(ino.0);
-        let kc = self.kc.clone();
-        let args = self.inodes.loc(ino.0).and_then(|l| Ok((l, name.to_str().ok_or(FsError::ENODATA)?.to_string())));
-        let work = async move {
-            let (loc, name) = args?;
-            let r = xl.removexattr(&loc, &name).await;
-            kc.changing_xattrs(ino.0);
-            r
-        };
-        self.answer(reply, work, |r, ()| r.ok());
+        self.remove_xattr(ino, name, reply)
     }
 
     fn access(&self, _req: &Request, _ino: INodeNo, _mask: AccessFlags, reply: ReplyEmpty) {
@@ -716,16 +662,5 @@ impl Filesystem for GatewayFs {
             locks.setlk(&xl, &loc?, ino.0, fh.0, lock, sleep).await
         };
         self.answer(reply, work, |r, ()| r.ok());
-    }
-}
-
-/// getxattr/listxattr protocol: size 0 asks for the length only.
-fn reply_xattr(reply: ReplyXattr, size: u32, value: &[u8]) {
-    if size == 0 {
-        reply.size(value.len() as u32);
-    } else if value.len() > size as usize {
-        reply.error(Errno::ERANGE);
-    } else {
-        reply.data(value);
     }
 }

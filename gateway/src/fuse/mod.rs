@@ -14,6 +14,7 @@ pub mod locks;
 mod listing;
 mod memo;
 mod opens;
+mod xattrs;
 
 pub use fs::{GatewayFs, MAX_REQUEST};
 pub use kernel_cache::{KernelCache, Mode as KernelCacheMode};

@@ -6,9 +6,11 @@
 //! (its cached ones were dropped with the change), and a bank lookup would
 //! only find the key gone: a claim round trip and a `cas` for a value the
 //! next change deletes again. An untar pays that once per file
-//! (docs/benchmarks.md, "Untar and `rm -rf`"). So a directory changed
-//! through this gateway within the last [`RECENT`] is asked of the storage
-//! servers directly, with nothing populated.
+//! (docs/benchmarks.md, "Untar and `rm -rf`"). So the first stat of a
+//! directory after a change through this gateway (within [`RECENT`]) is
+//! asked of the storage servers directly, with nothing populated; the next
+//! one, if no change came between, claims and populates as usual, so a
+//! directory that stops changing is soon answered by the bank again.
 //!
 //! Only a shortcut: going to the storage servers is always correct, so a
 //! directory forgotten here (the table is bounded) just costs the bank
@@ -44,10 +46,11 @@ impl Changing {
         dirs.insert(dir, Instant::now());
     }
 
-    /// Whether `fid` is a directory changed through here within [`RECENT`].
-    pub fn recently(&self, fid: FileId) -> bool {
-        let dirs = self.dirs.lock().unwrap_or_else(|p| p.into_inner());
-        dirs.get(&fid).is_some_and(|t| t.elapsed() < RECENT)
+    /// Whether `fid` is a directory changed through here within [`RECENT`]
+    /// and not asked for since: true once per change.
+    pub fn take(&self, fid: FileId) -> bool {
+        let mut dirs = self.dirs.lock().unwrap_or_else(|p| p.into_inner());
+        dirs.remove(&fid).is_some_and(|t| t.elapsed() < RECENT)
     }
 }
 
@@ -56,13 +59,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_touched_directory_is_recent_and_others_are_not() {
+    fn a_touched_directory_is_taken_once_per_change_and_others_never() {
         let c = Changing::default();
         let (a, b) = (FileId(10), FileId(11));
         c.touched(Some(a));
         c.touched(None);
-        assert!(c.recently(a));
-        assert!(!c.recently(b));
+        assert!(c.take(a));
+        assert!(!c.take(a), "once per change");
+        assert!(!c.take(b));
+        c.touched(Some(a));
+        assert!(c.take(a));
     }
 
     #[test]
@@ -72,6 +78,6 @@ mod tests {
             c.touched(Some(FileId(u128::from(i))));
         }
         assert!(c.dirs.lock().unwrap().len() <= MAX_DIRS);
-        assert!(c.recently(FileId(3 * MAX_DIRS as u128 - 1)), "the latest is kept");
+        assert!(c.take(FileId(3 * MAX_DIRS as u128 - 1)), "the latest is kept");
     }
 }

@@ -17,8 +17,8 @@
 //!   storage server populates the blocks while answering).
 //! - **create, mkdir, mknod, symlink, link**: the new entry and stat are
 //!   claimed before the create and filled from its reply (module `created`).
-//! - **a directory changed through this gateway** within the last second
-//!   has its stat asked of the storage servers directly (module `changing`:
+//! - **the first getattr of a directory after a change through this
+//!   gateway** is asked of the storage servers directly (module `changing`:
 //!   the change deleted it from the bank).
 //! - everything else is forwarded: writes are persistent, and the storage
 //!   servers (SMCache) fix the bank before they acknowledge.

@@ -7,9 +7,9 @@ use prometheus::{IntCounterVec, Opts, Registry};
 pub struct Metrics {
     /// `imca_gateway_cache_total{op,result}`: `op` lookup|getattr|read,
     /// `result` hit (answered from the bank) | miss (forwarded to the
-    /// storage servers) | bypass (no cache in force) | changing (getattr
-    /// of a directory changed through this gateway within the last second:
-    /// asked of the storage servers directly, see `changing`).
+    /// storage servers) | bypass (no cache in force) | changing (the first
+    /// getattr of a directory after a change through this gateway: asked
+    /// of the storage servers directly, see `changing`).
     pub cache: IntCounterVec,
     /// `imca_gateway_read_bytes_total{source}`: bytes of read replies
     /// assembled from bank blocks vs forwarded (bank | storage).

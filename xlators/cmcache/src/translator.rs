@@ -237,7 +237,7 @@ impl Translator for CmCache {
             self.metrics.count("getattr", "bypass");
             return self.below.getattr(loc).await;
         };
-        if self.changing.recently(fid) {
+        if self.changing.take(fid) {
             self.metrics.count("getattr", "changing");
             return self.below.getattr(loc).await;
         }

@@ -175,12 +175,22 @@ async fn a_directory_changed_here_is_asked_of_the_server_not_the_bank() {
     assert_eq!(s.gw().getattr(&eloc).await.unwrap(), ea);
     assert!(reached(&s, before).1 <= 1, "at most the first getattr of e reaches the server");
 
-    // d just had a create: each getattr asks the server, and nothing is
-    // stored for the next change to delete
-    let before = counts(&s);
-    for _ in 0..3 {
+    // d had a create since it was last asked for: the server is asked
+    // (no claim, nothing stored for the next change to delete), after each
+    // change again
+    for i in 0..3 {
+        let before = counts(&s);
         assert_eq!(s.gw().getattr(&dloc).await.unwrap(), s.disk().getattr(&dloc).await.unwrap());
+        assert_eq!(reached(&s, before).1, 1 + 1, "one through the gateway, one asked directly here");
+        assert!(s.view().stat(d.fid).is_none(), "no stat of d was populated");
+        s.gw().create(&dloc, &testkit::new_file(&format!("g{i}")), libc::O_RDWR | libc::O_CREAT).await.unwrap();
     }
-    assert_eq!(reached(&s, before).1, 3 + 3, "three through the gateway, three asked directly here");
-    assert!(s.view().stat(d.fid).is_none(), "no stat of d was populated");
+    // d stops changing: the first getattr asks, the second populates, then hits
+    let first = s.gw().getattr(&dloc).await.unwrap();
+    assert_eq!(s.gw().getattr(&dloc).await.unwrap(), first);
+    let v = s.view();
+    eventually("d's stat in the bank", || v.stat(d.fid).is_some()).await;
+    let before = counts(&s);
+    assert_eq!(s.gw().getattr(&dloc).await.unwrap(), first);
+    assert_eq!(reached(&s, before).1, 0, "a directory that stopped changing is the bank's again");
 }

@@ -1,0 +1,84 @@
+//! Extended attributes: SETXATTR, GETXATTR, LISTXATTR, REMOVEXATTR go down
+//! the pipeline. A change makes the gateway forget the file's remembered
+//! attributes and capability; a server's "no `security.capability`" is
+//! remembered under the lease, so the GETXATTR the kernel sends before
+//! every write is answered here (see `KernelCache::has_no_caps`).
+
+use super::fs::GatewayFs;
+use fuser::*;
+use std::ffi::OsStr;
+use xlator::{FsError, XattrFlags};
+
+impl GatewayFs {
+    pub(super) fn set_xattr(&self, ino: INodeNo, name: &OsStr, value: &[u8], flags: i32, reply: ReplyEmpty) {
+        let xl = self.xl.clone();
+        self.kc.changing_xattrs(ino.0);
+        let kc = self.kc.clone();
+        let args = self.inodes.loc(ino.0).and_then(|l| Ok((l, name.to_str().ok_or(FsError::EILSEQ)?.to_string())));
+        let value = value.to_vec();
+        let xflags = XattrFlags { create: flags & libc::XATTR_CREATE != 0, replace: flags & libc::XATTR_REPLACE != 0 };
+        let work = async move {
+            let (loc, name) = args?;
+            let r = xl.setxattr(&loc, &name, &value, xflags).await;
+            kc.changing_xattrs(ino.0);
+            r
+        };
+        self.answer(reply, work, |r, ()| r.ok());
+    }
+
+    pub(super) fn get_xattr(&self, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        // Asked before every write (see `KernelCache::has_no_caps`).
+        let caps = name == OsStr::new("security.capability");
+        if caps && self.kc.has_no_caps(ino.0) {
+            return reply.error(Errno::from_i32(libc::ENODATA));
+        }
+        let (xl, kc, t, m) = (self.xl.clone(), self.kc.clone(), self.kc.ticket(), self.kc.memo_ticket());
+        let args = self.inodes.loc(ino.0).and_then(|l| Ok((l, name.to_str().ok_or(FsError::ENODATA)?.to_string())));
+        let work = async move {
+            let (loc, name) = args?;
+            let r = xl.getxattr(&loc, &name).await;
+            if caps && r == Err(FsError::ENODATA) {
+                kc.learned_no_caps(t, m, ino.0);
+            }
+            r
+        };
+        self.answer(reply, work, move |r, v| reply_xattr(r, size, &v));
+    }
+
+    pub(super) fn list_xattrs(&self, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        let (xl, loc) = (self.xl.clone(), self.inodes.loc(ino.0));
+        self.answer(reply, async move { xl.listxattr(&loc?).await }, move |r, names| {
+            let mut buf = Vec::new();
+            for n in names {
+                buf.extend_from_slice(n.as_bytes());
+                buf.push(0);
+            }
+            reply_xattr(r, size, &buf)
+        });
+    }
+
+    pub(super) fn remove_xattr(&self, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let xl = self.xl.clone();
+        self.kc.changing_xattrs(ino.0);
+        let kc = self.kc.clone();
+        let args = self.inodes.loc(ino.0).and_then(|l| Ok((l, name.to_str().ok_or(FsError::ENODATA)?.to_string())));
+        let work = async move {
+            let (loc, name) = args?;
+            let r = xl.removexattr(&loc, &name).await;
+            kc.changing_xattrs(ino.0);
+            r
+        };
+        self.answer(reply, work, |r, ()| r.ok());
+    }
+}
+
+/// getxattr/listxattr protocol: size 0 asks for the length only.
+fn reply_xattr(reply: ReplyXattr, size: u32, value: &[u8]) {
+    if size == 0 {
+        reply.size(value.len() as u32);
+    } else if value.len() > size as usize {
+        reply.error(Errno::ERANGE);
+    } else {
+        reply.data(value);
+    }
+}
