@@ -10,18 +10,23 @@
 //! flusher task.
 //!
 //! Order is kept by one lock: a batch's bytes go out (or are appended to
-//! what waits) under it, and so does its place in the reader's queue, so
-//! replies are matched in the order the node received the commands.
+//! what waits) under it, and so does its place in the queue of replies to
+//! come, so replies are matched in the order the node received the
+//! commands. The queue is a plain list the reader takes from when reply
+//! bytes arrive: a sent batch wakes nobody (a channel would wake the reader
+//! once for the batch and again for its reply).
 
 use crate::conn::{Batch, BatchResult, Sink};
+use crate::error::BankError;
 use crate::reply::Expect;
+use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{oneshot, Notify};
 
-/// What the reader matches replies against, in the order sent.
-pub type ReplyQueue = mpsc::UnboundedSender<(Vec<Expect>, oneshot::Sender<BatchResult>)>;
+/// A sent batch waiting for its replies: what to expect, where they go.
+pub type Awaited = (Vec<Expect>, oneshot::Sender<BatchResult>);
 
 /// The write half of a stream: a non-blocking write and a wait for room.
 pub trait WriteHalf: Send + Sync + 'static {
@@ -59,13 +64,14 @@ pub struct StreamOut<W> {
 struct Out {
     /// bytes the socket has not taken yet, in order
     waiting: Vec<u8>,
-    replies: ReplyQueue,
+    /// batches sent (or waiting to be), oldest first
+    awaited: VecDeque<Awaited>,
     closed: bool,
 }
 
 impl<W: WriteHalf> StreamOut<W> {
-    pub fn new(wr: W, node: String, alive: Arc<AtomicBool>, replies: ReplyQueue) -> Arc<StreamOut<W>> {
-        let out = Mutex::new(Out { waiting: Vec::new(), replies, closed: false });
+    pub fn new(wr: W, node: String, alive: Arc<AtomicBool>) -> Arc<StreamOut<W>> {
+        let out = Mutex::new(Out { waiting: Vec::new(), awaited: VecDeque::new(), closed: false });
         Arc::new(StreamOut { wr, node, alive, out, more: Notify::new() })
     }
 
@@ -89,7 +95,6 @@ impl<W: WriteHalf> StreamOut<W> {
                     Ok(n) => drop(out.waiting.drain(..n)),
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                     Err(e) => {
-                        Self::close(&mut out);
                         drop(out);
                         return self.broken(&e);
                     }
@@ -102,18 +107,34 @@ impl<W: WriteHalf> StreamOut<W> {
         self.out.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// No more batches: the reader sees its queue end after what was sent.
+    /// The oldest batch whose replies have not been read (the reader's).
+    pub fn next_awaited(&self) -> Option<Awaited> {
+        self.lock().awaited.pop_front()
+    }
+
+    /// The connection broke (`err`): no more batches, and every one still
+    /// waiting for replies fails with `err`.
+    pub fn fail_all(&self, err: &BankError) {
+        self.alive.store(false, Ordering::Release);
+        let awaited = {
+            let mut out = self.lock();
+            Self::close(&mut out);
+            std::mem::take(&mut out.awaited)
+        };
+        for (_, done) in awaited {
+            let _ = done.send(Err(err.clone()));
+        }
+    }
+
+    /// No more batches go out.
     fn close(out: &mut Out) {
         out.closed = true;
         out.waiting.clear();
-        let (dead, _) = mpsc::unbounded_channel();
-        out.replies = dead;
     }
 
     fn broken(&self, e: &io::Error) {
         tracing::debug!(node = %self.node, error = %e, "bank write failed");
-        self.alive.store(false, Ordering::Release);
-        Self::close(&mut self.lock());
+        self.fail_all(&BankError::Io(self.node.clone(), format!("write failed: {e}")));
     }
 }
 
@@ -124,11 +145,7 @@ impl<W: WriteHalf> Sink for StreamOut<W> {
             return Err(batch);
         }
         let Batch { bytes, expect, done } = batch;
-        if let Err(e) = out.replies.send((expect, done)) {
-            // the reader is gone: the connection broke
-            let (expect, done) = e.0;
-            return Err(Batch { bytes, expect, done });
-        }
+        out.awaited.push_back((expect, done));
         if !out.waiting.is_empty() {
             out.waiting.extend_from_slice(&bytes);
             return Ok(());
@@ -137,8 +154,7 @@ impl<W: WriteHalf> Sink for StreamOut<W> {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
             Err(e) => {
-                // its reply slot is queued: the reader fails it with the connection
-                Self::close(&mut out);
+                // its reply slot is queued: it fails with the connection
                 drop(out);
                 self.broken(&e);
                 return Ok(());

@@ -12,11 +12,10 @@ use crate::error::BankError;
 use crate::reply::{BatchParser, Expect};
 use crate::stream_out::{StreamOut, WriteHalf};
 use bytes::BytesMut;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::net::{TcpStream, UnixStream};
-use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 /// TCP's tasks for a [`Conn`]: a flusher for what the socket did not take
@@ -46,35 +45,41 @@ impl TcpConn {
         W: WriteHalf,
     {
         let Shared { addr, alive, pending } = shared;
-        let (ptx, prx) = mpsc::unbounded_channel::<(Vec<Expect>, oneshot::Sender<BatchResult>)>();
-        let out = StreamOut::new(wr, addr.clone(), alive.clone(), ptx);
+        let out = StreamOut::new(wr, addr.clone(), alive);
         let flusher = tokio::spawn(out.clone().flush_forever());
-        let a2 = alive.clone();
-        let p2 = pending.clone();
-        let name = addr.clone();
-        let reader = tokio::spawn(async move {
-            let mut r = ReplyReader { rd, buf: BytesMut::with_capacity(64 * 1024), addr: name.clone() };
-            let mut prx = prx;
-            while let Some((expect, done)) = prx.recv().await {
-                match r.batch(expect).await {
-                    Ok(replies) => {
-                        p2.fetch_sub(1, Ordering::Relaxed);
-                        let _ = done.send(Ok(replies));
-                    }
-                    Err(err) => {
-                        a2.store(false, Ordering::Release);
-                        let _ = done.send(Err(err.clone()));
-                        prx.close();
-                        while let Some((_, d)) = prx.recv().await {
-                            let _ = d.send(Err(err.clone()));
-                        }
-                        return;
-                    }
-                }
-            }
-        });
+        let reader = tokio::spawn(read_replies(rd, out.clone(), addr, pending));
         (out, vec![flusher.abort_handle(), reader.abort_handle()])
     }
+}
+
+/// Read replies as they come and hand each batch its own, in the order
+/// sent; a broken stream fails every batch still waiting.
+async fn read_replies<R: AsyncRead + Unpin, W: WriteHalf>(rd: R, out: Arc<StreamOut<W>>, addr: String, pending: Arc<AtomicUsize>) {
+    let mut r = ReplyReader { rd, buf: BytesMut::with_capacity(64 * 1024), addr };
+    let err = loop {
+        // A batch is queued before its bytes are written, so bytes that
+        // arrive always have their batch queued by then.
+        let Some((expect, done)) = out.next_awaited() else {
+            if !r.buf.is_empty() {
+                break BankError::Io(r.addr.clone(), "the node sent bytes nobody asked for".into());
+            }
+            if let Err(e) = r.fill().await {
+                break e;
+            }
+            continue;
+        };
+        match r.batch(expect).await {
+            Ok(replies) => {
+                pending.fetch_sub(1, Ordering::Relaxed);
+                let _ = done.send(Ok(replies));
+            }
+            Err(e) => {
+                let _ = done.send(Err(e.clone()));
+                break e;
+            }
+        }
+    };
+    out.fail_all(&err);
 }
 
 struct ReplyReader<R> {
