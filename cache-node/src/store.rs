@@ -18,6 +18,18 @@
 //! active, and eviction gives an active item at the tail a second chance
 //! (memcached's `ITEM_ACTIVE` rescue). A hit is then one hash lookup and no
 //! list surgery, and recently read items still survive eviction.
+//!
+//! Victims: an eviction takes the oldest of a few shards' LRU tails (by a
+//! store-wide tick; measured within a few hundred sets of the oldest tail
+//! of all shards), first moving back to the head every tail item it meets
+//! that was read lately ([`read_lately`]), up to one pass over the store.
+//! Both limits matter (issue 14, `tests/eviction_order.rs`): with 16
+//! rescues per store, a tail where everything had been read outlasted the
+//! budget; rescuing every item read since its last bump let a previous
+//! load's keys, read once seconds ago, cycle back ahead of the keys being
+//! read now. Either way memcaslap missed keys memcached kept (memcached
+//! keeps what is read in its warm LRU and evicts from cold). The work is
+//! bounded by the hits that set the active bits, like a CLOCK's.
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -42,9 +54,9 @@ const EVICTION_SAMPLE: usize = 4;
 /// memcached's `ITEM_UPDATE_INTERVAL`: seconds between two LRU bumps of one item.
 pub const UPDATE_INTERVAL: u32 = 60;
 
-/// How many active items one store moves back to the head before it
-/// evicts tails regardless (bounds the work of one store, as memcached's
-/// tail search does).
+/// The fewest active items one store may move back to the head before it
+/// evicts tails regardless; the bound is otherwise one pass over the store
+/// ([`Store::rescue_budget`]).
 const RESCUES: usize = 16;
 
 /// An item's value. The refcount sits in the same allocation, just before
@@ -126,6 +138,19 @@ pub struct Slot<'s> {
     pub dead: Option<Dead>,
 }
 
+/// Whether a tail item was read late enough in its time on the list to be
+/// moved back to the head instead of evicted: read since its last bump, and
+/// in the second half of the time since. A rescue makes an item look as
+/// recent as a new one; one read long ago (by a load that has moved on)
+/// must not buy that, or such items push out the ones being read now
+/// (issue 14: after a load that read everything, memcaslap missed the keys
+/// it was reading while the old ones cycled back to the head). memcached
+/// gets the same from its warm LRU, which keeps active items only until
+/// newer active ones push them to cold.
+fn read_lately(it: &Item, now: u32) -> bool {
+    it.active && 2 * u64::from(it.atime.wrapping_sub(it.bumped)) >= u64::from(now.wrapping_sub(it.bumped))
+}
+
 /// Not expired and not flushed at server time `now`.
 fn live(store: &Store, now: u32, it: &Item) -> bool {
     if it.exptime != 0 && it.exptime <= now {
@@ -173,6 +198,7 @@ impl Slot<'_> {
                 return self.shard.lru.peek_mut(self.key);
             }
             it.active = true;
+            it.atime = self.now;
         }
         Some(it)
     }
@@ -401,11 +427,13 @@ impl Store {
         // tails of a few others (try_lock only, so no lock-order deadlock)
         // and evict the least recently used of them.
         let n = self.shards.len();
-        let mut rescues = 0;
+        let (mut rescues, budget) = (0, self.rescue_budget());
         while self.hot.used.load(Ordering::Relaxed) > limit {
             // a rescued item gets a fresh tick: the next round picks another tail
-            let rescue = rescues < RESCUES;
-            let own = if g.lru.len() > 1 { g.lru.peek_lru().map(|(_, it)| it.tick) } else { None };
+            let rescue = rescues < budget;
+            // Not the item this call stored: once every other item in its
+            // shard was rescued (fresh ticks), it would look oldest.
+            let own = g.lru.peek_lru().filter(|(k, _)| ***k != *key).map(|(_, it)| it.tick);
             let mut best: Option<(u64, MutexGuard<'_, Shard>)> = None;
             for _ in 0..EVICTION_SAMPLE.min(n - 1) {
                 let j = self.cursor.fetch_add(1, Ordering::Relaxed) % n;
@@ -443,7 +471,7 @@ impl Store {
                     // An item read since its last bump is rescued here too
                     // (memcached's active bit), or a hot key would go
                     // whenever the sample above found only empty shards.
-                    if !self.evict_one(&mut g, rescues < RESCUES) {
+                    if !self.evict_one(&mut g, rescues < budget) {
                         rescues += 1;
                     }
                     progress = true;
@@ -456,11 +484,20 @@ impl Store {
         r
     }
 
+    /// How many active tails one store may rescue before it evicts them too:
+    /// one pass over the store, after which every item it met is inactive
+    /// unless read again meanwhile (the bound only stops concurrent readers
+    /// from keeping a store busy forever). Amortised, rescues cost no more
+    /// than the hits that set the active bits.
+    fn rescue_budget(&self) -> usize {
+        self.items().max(RESCUES)
+    }
+
     /// Evicts the shard's LRU tail, or (with `rescue`) moves it back to the
     /// head if it was read since its last bump. Returns whether it evicted.
     fn evict_one(&self, g: &mut Shard, rescue: bool) -> bool {
         let now = self.clock.now();
-        if let Some((k, _)) = g.lru.peek_lru().filter(|(_, it)| rescue && it.active && live(self, now, it)) {
+        if let Some((k, _)) = g.lru.peek_lru().filter(|(_, it)| rescue && read_lately(it, now) && live(self, now, it)) {
             // read since its last bump: back to the head, inactive, with a
             // fresh tick (it no longer looks oldest across shards)
             let k = k.clone();
