@@ -89,7 +89,7 @@ pub struct Args {
     /// (default: half the CPUs, 1..=8). More of them wake each other more
     /// often than they help: one served a bank-answered stat with 25 % less
     /// CPU than two on 2 CPUs (docs/benchmarks.md).
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    #[arg(long, env = "IMCA_WORKERS", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub workers: Option<u16>,
     /// Transport to the storage servers and the cache nodes: tcp, rdma (needs
     /// the `rdma` build feature and a device) or auto (rdma when possible, logged).
