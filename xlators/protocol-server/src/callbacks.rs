@@ -12,15 +12,17 @@
 //! A gateway may let its kernel cache attributes, entries and pages only
 //! while it holds a lease, counted from when it *sent* its last renewing
 //! poll; the server counts the same lease from when it *received* that poll,
-//! so a gateway's lease always ends first. A mutation is acknowledged only
-//! after every other live gateway confirmed it dropped what the mutation
-//! changes, or after its lease ended (a frozen or partitioned gateway's kernel
+//! and a quarter lease more (the slack: a TTL reaches the kernel a moment
+//! after the gateway computed it, later on a loaded machine), so a gateway's
+//! lease always ends first. A mutation is acknowledged only after every
+//! other live gateway confirmed it dropped what the mutation changes, or
+//! after its lease and slack ended (a frozen or partitioned gateway's kernel
 //! has stopped using what it cached by then): the promise "after a mutation
 //! is acknowledged, every gateway sees it" holds with kernel caching on.
 //!
 //! A poll renews the lease only if it acknowledges everything already sent
 //! to that session, so a gateway that polls but never applies its
-//! invalidations cannot hold writers up for more than one lease. Everything
+//! invalidations cannot hold writers up for more than 1.25 leases. Everything
 //! is bounded: sessions ([`MAX_SESSIONS`], expired ones are forgotten first),
 //! each session's queue ([`MAX_QUEUE`], past it the queue collapses into one
 //! `All`), and each answer ([`MAX_BATCH`]).
@@ -139,6 +141,9 @@ impl Metrics {
 /// The lease table of one storage server.
 pub struct Callbacks {
     lease: Duration,
+    /// how much longer than a lease the server keeps counting a gateway as
+    /// holding it (see [`Callbacks::holds_until`])
+    slack: Duration,
     /// how long a poll waits for something to answer
     hold: Duration,
     sessions: Mutex<HashMap<u64, Session>>,
@@ -164,6 +169,7 @@ impl Callbacks {
         }
         Callbacks {
             lease,
+            slack: lease / 4,
             hold: lease / 4,
             sessions: Mutex::default(),
             grace_until: Instant::now() + grace,
@@ -209,7 +215,19 @@ impl Callbacks {
     }
 
     fn live(&self, s: &Session, now: Instant) -> bool {
-        now < s.renewed + self.lease
+        now < self.holds_until(s)
+    }
+
+    /// Until when gateway `s` may have something in its kernel under its
+    /// last lease. The gateway counts the lease from when it sent the poll,
+    /// which is before it arrived here; but it gives the kernel a TTL of
+    /// what is left of it a moment *before* the kernel applies it, and on a
+    /// loaded machine a thread can be preempted between the two for tens
+    /// or hundreds of milliseconds. Counting a quarter lease more covers
+    /// such delays; it only lengthens what a dead or frozen gateway costs a
+    /// writer (1.25 leases instead of one).
+    fn holds_until(&self, s: &Session) -> Instant {
+        s.renewed + self.lease + self.slack
     }
 
     /// Gateway `session` renews its lease and acknowledges up to `acked`;
@@ -304,7 +322,7 @@ impl Callbacks {
                 return;
             }
             let deadline = match self.sessions.lock().unwrap().get(&session) {
-                Some(s) => s.renewed + self.lease,
+                Some(s) => self.holds_until(s),
                 None => return,
             };
             if Instant::now() >= deadline {
