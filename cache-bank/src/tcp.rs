@@ -3,9 +3,10 @@
 //!
 //! Callers hand in a batch (the encoded commands plus what replies to
 //! expect) and write it to the socket themselves (see `stream_out`); a
-//! reader task parses replies in the same order. Order is the point: everything one process sends to one node is
-//! applied in the order it was sent, which is what lets the storage server
-//! reason about "disk op, then cache op" per file (see smcache).
+//! reader task parses replies in the same order. Order is the point:
+//! everything one process sends to one node is applied in the order it was
+//! sent, which is what lets the storage server reason about "disk op, then
+//! cache op" per file (see smcache).
 
 use crate::conn::{BatchResult, Conn, Shared, Sink};
 use crate::error::BankError;
@@ -54,7 +55,11 @@ impl TcpConn {
 
 /// Read replies as they come and hand each batch its own, in the order
 /// sent; a broken stream fails every batch still waiting.
-async fn read_replies<R: AsyncRead + Unpin, W: WriteHalf>(rd: R, out: Arc<StreamOut<W>>, addr: String, pending: Arc<AtomicUsize>) {
+async fn read_replies<R, W>(rd: R, out: Arc<StreamOut<W>>, addr: String, pending: Arc<AtomicUsize>)
+where
+    R: AsyncRead + Unpin,
+    W: WriteHalf,
+{
     let mut r = ReplyReader { rd, buf: BytesMut::with_capacity(64 * 1024), addr };
     let err = loop {
         // A batch is queued before its bytes are written, so bytes that
