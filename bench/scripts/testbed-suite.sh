@@ -3,8 +3,16 @@
 # (2 storage servers on throttled loop disks, 4 cache nodes, the gateway; each in its own
 # network namespace) and ONE `imca bench suite --cold` run against it as four targets:
 # 4, 2, 1 and 0 cache nodes (nodes are removed with `imca ctl cache-nodes rm` between
-# targets), every ratio against the 0-node target of the same run. Writes, per speed,
-# OUT/<speed>/report.md with figures and the dissertation's numbers beside ours.
+# targets), then GlusterFS on the same testbed (`bench/testbed --gluster`: a brick in each
+# storage server's namespace on a disk of its own with the same bounds, the client in the
+# gateway's namespace) as a fifth target, `glusterfs`; every ratio against the 0-node target
+# of the same run. Writes, per speed, OUT/<speed>/report.md with figures and the
+# dissertation's numbers beside ours.
+#
+# `--cold` drops the kernel's caches before every timed phase, for every target alike: the
+# page cache of every server's disk (IMCa's and the bricks') and the FUSE client's. What
+# lives in a daemon's memory stays: IMCa's bank (the point of it) and GlusterFS's
+# client-side caches (md-cache, quick-read; 1 s timeouts by default).
 #
 # usage (root): cargo build --release -p imca
 #               bench/scripts/testbed-suite.sh [target/release/imca] [OUT]
@@ -13,7 +21,8 @@
 #        SPEEDS ("slow=200:50M fast=2000:400M": NAME=IOPS:BYTES/s read bound per disk),
 #        SUITE_ARGS (default "--quick"; e.g. "--files 16384 --records 512"),
 #        ONLY (e.g. "b1,b2"), BLOCK (the bank's block size for the run, e.g. 2048; set
-#        through the admin API before the first target), TESTBED_ARGS (more bench/testbed options, e.g. "--delay 100us")
+#        through the admin API before the first target), TESTBED_ARGS (more bench/testbed options, e.g. "--delay 100us"),
+#        GLUSTER ("on", the default: the glusterfs target; "off": IMCa only)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$(realpath "${1:-$ROOT/target/release/imca}")
@@ -24,6 +33,8 @@ ONLY=${ONLY:-}
 KERNEL_CACHE=${KERNEL_CACHE:-off}
 BLOCK=${BLOCK:-}
 TESTBED_ARGS=${TESTBED_ARGS:-}
+GLUSTER=${GLUSTER:-on}
+case $GLUSTER in on) TESTBED_ARGS="$TESTBED_ARGS --gluster" ;; off) ;; *) echo "GLUSTER=on|off" >&2; exit 2 ;; esac
 DIR=/var/tmp/imca-testbed
 NET=10.213.77
 BED=""
@@ -54,6 +65,11 @@ for speed in $SPEEDS; do
     done
     cat "$OUT/$name.testbed.out"
     MNT=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["mount"])' "$DIR/testbed.json")
+    GLUSTER_TARGET=()
+    if [ "$GLUSTER" = on ]; then
+        GMNT=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["gluster"]["mount"])' "$DIR/testbed.json")
+        GLUSTER_TARGET=(--target "glusterfs=$GMNT,block_size=none,placement=dht,transport=tcp (glusterfs)")
+    fi
     ADMIN=http://127.0.0.1:9470
     CTL="$BIN ctl --admin $ADMIN --token-file $DIR/admin.token"
     rm_nodes() { local cmd="" n; for n in "$@"; do cmd+="${cmd:+ && }$CTL cache-nodes rm $NET.$n:11211 >/dev/null"; done; echo "$cmd"; }
@@ -62,7 +78,7 @@ for speed in $SPEEDS; do
         --target "n4=$MNT,admin=$ADMIN${BLOCK:+,before=$CTL block-size $BLOCK >/dev/null}" \
         --target "n2=$MNT,admin=$ADMIN,before=$(rm_nodes 63 62)" \
         --target "n1=$MNT,admin=$ADMIN,before=$(rm_nodes 61)" \
-        --target "n0=$MNT,admin=$ADMIN,before=$(rm_nodes 60)" 2>&1 | tee "$OUT/$name.suite.log"
+        --target "n0=$MNT,admin=$ADMIN,before=$(rm_nodes 60)" "${GLUSTER_TARGET[@]}" 2>&1 | tee "$OUT/$name.suite.log"
     cp "$DIR/testbed.json" "$OUT/$name/testbed.json"
     stop_bed
     echo "report: $OUT/$name/report.md"
