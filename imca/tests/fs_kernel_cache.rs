@@ -428,3 +428,74 @@ fn attributes_after_writes_and_setattrs_are_known_without_asking() {
     f.set_permissions(std::fs::Permissions::from_mode(0o600)).unwrap();
     assert_eq!(shown(&b), shown(&a), "after a chmod through gateway 0");
 }
+
+/// The kernel's pages of `f`, dropped: the next read is a READ request.
+fn drop_pages(f: &std::fs::File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: an advice on an open descriptor; no memory is passed.
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+}
+
+/// Read `p` through a READ request (its pages dropped first).
+fn read_fresh(p: &std::path::Path) -> Vec<u8> {
+    let f = std::fs::File::open(p).unwrap();
+    drop_pages(&f);
+    let mut v = Vec::new();
+    std::io::Read::read_to_end(&mut &f, &mut v).unwrap();
+    v
+}
+
+/// A small file written through a gateway is read back through it from
+/// the bytes it sent (the kernel does not keep a partly written page), and
+/// those bytes go with any change: a write or truncation here, a write
+/// through another gateway.
+#[test]
+fn small_files_written_here_are_read_back_without_a_round_trip() {
+    let c = ClusterSpec::new().gateways(2).start();
+    let here = || {
+        let u = c.gateways[0].daemon.metrics_url().expect("gateway metrics");
+        http::sum(&common::http_get(&u), "imca_gateway_answered_here_total", &["op=\"read\""])
+    };
+    let reads = || storage_sum(&c, "imca_storage_ops_total", "op=\"read\"");
+    let body = |i: usize| format!("file {i} ").repeat(i + 1).into_bytes();
+    const N: usize = 30;
+    for i in 0..N {
+        std::fs::write(c.path_at(0, &format!("f{i}")), body(i)).unwrap();
+    }
+    // written in two steps, then patched inside
+    let two = c.path_at(0, "two");
+    let f = std::fs::OpenOptions::new().write(true).create_new(true).open(&two).unwrap();
+    f.write_all_at(b"hello ", 0).unwrap();
+    f.write_all_at(b"world", 6).unwrap();
+    f.write_all_at(b"W", 6).unwrap();
+    drop(f);
+    let (h0, r0) = (here(), reads());
+    for i in 0..N {
+        assert_eq!(read_fresh(&c.path_at(0, &format!("f{i}"))), body(i));
+    }
+    assert_eq!(read_fresh(&two), b"hello World");
+    let (answered, asked) = (here() - h0, reads() - r0);
+    assert!(answered >= (N + 1) as f64, "only {answered} of {} small-file reads answered by the gateway", N + 1);
+    assert!(asked <= 2.0, "{asked} reads reached the servers for {} small files written here", N + 1);
+
+    // A write through the other gateway: its bytes, not the remembered ones.
+    std::fs::write(c.path_at(1, "f0"), b"theirs").unwrap();
+    assert_eq!(read_fresh(&c.path_at(0, "f0")), b"theirs");
+    std::fs::OpenOptions::new().write(true).open(c.path_at(1, "f1")).unwrap().write_all_at(b"X", 2).unwrap();
+    let mut want = body(1);
+    want[2] = b'X';
+    assert_eq!(read_fresh(&c.path_at(0, "f1")), want);
+    // A truncation here, a write into a hole here: from the servers.
+    std::fs::OpenOptions::new().write(true).open(c.path_at(0, "f2")).unwrap().set_len(3).unwrap();
+    assert_eq!(read_fresh(&c.path_at(0, "f2")), &body(2)[..3]);
+    std::fs::OpenOptions::new().write(true).open(c.path_at(0, "f3")).unwrap().write_all_at(b"!", 100).unwrap();
+    let mut want = body(3);
+    want.resize(101, 0);
+    want[100] = b'!';
+    assert_eq!(read_fresh(&c.path_at(0, "f3")), want);
+    // Every file reads the same through both gateways.
+    for i in 0..N {
+        let rel = format!("f{i}");
+        assert_eq!(read_fresh(&c.path_at(0, &rel)), read_fresh(&c.path_at(1, &rel)), "{rel}");
+    }
+}

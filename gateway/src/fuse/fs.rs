@@ -6,6 +6,7 @@
 
 use super::ahead::Ahead;
 use super::answer::{answer, finish, Answer};
+use super::contents;
 use super::append::Appends;
 use super::convert;
 use super::dirs::DirStreams;
@@ -295,11 +296,11 @@ impl Filesystem for GatewayFs {
         };
         // (see `memo`: the servers do not call back the gateway that asked;
         // the answer is the merge of every copy's, as a getattr's)
-        let (_, m) = self.kc.changing_attrs(ino.0);
+        let m = self.kc.changing_attrs(ino.0).ticket;
         let k2 = kc.clone();
         let work = async move {
             let r = xl.setattr(&loc?, &set).await;
-            k2.changed_attrs(t, m, ino.0, r.as_ref().ok());
+            k2.changed_attrs(t, m, ino.0, r.as_ref().ok(), None);
             r
         };
         self.answer(reply, work, move |r, a| r.attr(&kc.ttl(t), &convert::attr(&a)));
@@ -450,6 +451,9 @@ impl Filesystem for GatewayFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        if let Some(d) = self.kc.memo_read(ino.0, offset, size) {
+            return reply.data(&d);
+        }
         let (xl, loc) = (self.xl.clone(), self.inodes.loc(ino.0));
         self.answer(reply, async move { xl.read(&loc?, offset, size).await }, |r, d| r.data(&d));
     }
@@ -469,7 +473,7 @@ impl Filesystem for GatewayFs {
         let (xl, appends, loc, kc, t) = (self.xl.clone(), self.appends.clone(), self.inodes.loc(ino.0), self.kc.clone(), self.kc.ticket());
         // What was remembered goes (the kernel asks for the attributes
         // after every write) and comes back updated by the write's answer.
-        let (before, m) = kc.changing_attrs(ino.0);
+        let before = kc.changing_attrs(ino.0);
         // fuser reuses its receive buffer: this is the one copy of the payload.
         let data = Bytes::copy_from_slice(data);
         // (A page written back from a shared mapping is no append, whatever
@@ -478,9 +482,12 @@ impl Filesystem for GatewayFs {
         let work = async move {
             let loc = loc?;
             if !is_append {
-                let r = xl.write(&loc, offset, data).await;
-                let after = r.as_ref().ok().zip(before.as_ref()).and_then(|(w, b)| w.attr_after(b));
-                kc.changed_attrs(t, m, ino.0, after.as_ref());
+                let r = xl.write(&loc, offset, data.clone()).await;
+                let after = r.as_ref().ok().zip(before.attr.as_ref()).and_then(|(w, b)| w.attr_after(b));
+                // (a short write leaves the file's bytes unknown)
+                let whole = r.as_ref().is_ok_and(|w| w.written as usize == data.len());
+                let content = after.as_ref().filter(|_| whole).and_then(|a| contents::after_write(before.content, offset, &data, a.size));
+                kc.changed_attrs(t, before.ticket, ino.0, after.as_ref(), content);
                 return r;
             }
             // The kernel's idea of the end may be stale (another gateway

@@ -18,7 +18,9 @@
 
 use super::here::Here;
 use super::inodes::Inodes;
-use super::memo::{Memo, MemoTicket};
+use super::contents;
+use super::memo::{Memo, MemoTicket, Taken};
+use bytes::Bytes;
 use fuser::{INodeNo, Notifier};
 use std::ffi::OsStr;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
@@ -191,18 +193,28 @@ impl KernelCache {
 
     /// [`KernelCache::changing_inode`] for a change whose answer gives the
     /// attributes after it (a setattr, a write): hands back the attributes
-    /// remembered before, and the memo's ticket for
-    /// [`KernelCache::changed_attrs`].
-    pub fn changing_attrs(&self, ino: u64) -> (Option<xlator::Attr>, MemoTicket) {
+    /// (and a small file's bytes) remembered before, and the memo's ticket
+    /// for [`KernelCache::changed_attrs`].
+    pub fn changing_attrs(&self, ino: u64) -> Taken {
         self.memo.take_attrs(ino)
     }
 
     /// The change [`KernelCache::changing_attrs`] gave `m` for, in a
     /// request that started with `t`, left inode `ino` with attributes `a`
-    /// (None: unknown, or it failed): remembered if nothing moved
-    /// meanwhile and the lease holds, else forgotten.
-    pub fn changed_attrs(&self, t: Ticket, m: MemoTicket, ino: u64, a: Option<&xlator::Attr>) {
-        self.memo.store_changed(m, ino, a.filter(|_| !self.ttl(t).is_zero()));
+    /// (None: unknown, or it failed) and, if known, the bytes `content`:
+    /// remembered if nothing moved meanwhile and the lease holds, else
+    /// forgotten.
+    pub fn changed_attrs(&self, t: Ticket, m: MemoTicket, ino: u64, a: Option<&xlator::Attr>, content: Option<Bytes>) {
+        self.memo.store_changed(m, ino, a.filter(|_| !self.ttl(t).is_zero()), content);
+    }
+
+    /// A READ of `size` bytes at `offset` of inode `ino`, answered from the
+    /// bytes remembered of a small file written here (see `contents`).
+    pub fn memo_read(&self, ino: u64, offset: u64, size: u32) -> Option<Bytes> {
+        self.memo_serves()?;
+        let d = self.memo.content(ino)?;
+        self.here.read.inc();
+        Some(contents::slice(&d, offset, size))
     }
 
     /// [`KernelCache::changing_inode`] for its xattrs: its remembered

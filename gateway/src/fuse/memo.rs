@@ -35,7 +35,12 @@
 //! is acknowledged, which ends the completeness, as does anything that
 //! forgets one of its names, and a create here whose answer could not be
 //! remembered.
+//!
+//! The bytes of small files written here go with their attributes (see
+//! `contents`).
 
+use super::contents::Contents;
+use bytes::Bytes;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use xlator::Attr;
@@ -52,6 +57,8 @@ struct Inner {
     no_caps: HashSet<u64>,
     /// directories whose every name is in `entries` (see the module doc)
     complete: HashSet<u64>,
+    /// small files' bytes, only for inodes in `attrs` (see `contents`)
+    contents: Contents,
 }
 
 impl Inner {
@@ -60,8 +67,33 @@ impl Inner {
             self.attrs.clear();
             self.entries.clear();
             self.complete.clear();
+            self.contents.clear();
         }
     }
+
+    /// Remember `a`; bytes remembered for another size or mtime go.
+    fn set_attr(&mut self, a: &Attr) {
+        let ino = a.fid.ino();
+        if let Some(old) = self.attrs.insert(ino, a.clone()) {
+            if (old.size, old.mtime) == (a.size, a.mtime) {
+                return;
+            }
+        }
+        self.contents.remove(ino);
+    }
+
+    fn drop_attrs(&mut self, ino: u64) -> Option<Attr> {
+        self.contents.remove(ino);
+        self.attrs.remove(&ino)
+    }
+}
+
+/// What [`Memo::take_attrs`] hands back: what was remembered of an inode
+/// before a change here, and the ticket [`Memo::store_changed`] takes.
+pub struct Taken {
+    pub attr: Option<Attr>,
+    pub content: Option<Bytes>,
+    pub ticket: MemoTicket,
 }
 
 /// The remembered answers (see the module doc).
@@ -89,6 +121,13 @@ impl Memo {
         let m = self.inner.lock().unwrap();
         let ino = m.entries.get(&(parent, name.to_string()))?;
         m.attrs.get(ino).cloned()
+    }
+
+    /// The bytes remembered for inode `ino` (all of the file).
+    pub fn content(&self, ino: u64) -> Option<Bytes> {
+        let m = self.inner.lock().unwrap();
+        let (a, d) = (m.attrs.get(&ino)?, m.contents.get(ino)?);
+        (a.size == d.len() as u64).then(|| d.clone())
     }
 
     /// Whether `name` is known not to exist in directory `parent` (it is
@@ -122,7 +161,7 @@ impl Memo {
             return;
         }
         m.make_room();
-        m.attrs.insert(a.fid.ino(), a.clone());
+        m.set_attr(a);
     }
 
     /// Remember that `name` in `parent` is `a` (a lookup's answer);
@@ -133,7 +172,7 @@ impl Memo {
             return false;
         }
         m.make_room();
-        m.attrs.insert(a.fid.ino(), a.clone());
+        m.set_attr(a);
         m.entries.insert((parent, name.to_string()), a.fid.ino());
         true
     }
@@ -150,7 +189,7 @@ impl Memo {
         }
         m.make_room();
         let ino = a.fid.ino();
-        m.attrs.insert(ino, a.clone());
+        m.set_attr(a);
         m.entries.insert((parent, name.to_string()), ino);
         match a.kind {
             xlator::FileKind::Dir => {
@@ -175,23 +214,25 @@ impl Memo {
     pub fn forget_attrs(&self, ino: u64) {
         let mut m = self.inner.lock().unwrap();
         m.epoch += 1;
-        m.attrs.remove(&ino);
+        m.drop_attrs(ino);
     }
 
     /// [`Memo::forget_attrs`] at the start of a change through this gateway
     /// that knows its result (a write, a setattr): hands back what was
     /// remembered, and the ticket [`Memo::store_changed`] takes.
-    pub fn take_attrs(&self, ino: u64) -> (Option<Attr>, MemoTicket) {
+    pub fn take_attrs(&self, ino: u64) -> Taken {
         let mut m = self.inner.lock().unwrap();
         m.epoch += 1;
-        (m.attrs.remove(&ino), MemoTicket(m.epoch))
+        let content = m.contents.remove(ino);
+        Taken { attr: m.attrs.remove(&ino), content, ticket: MemoTicket(m.epoch) }
     }
 
     /// The change that [`Memo::take_attrs`] gave `t` for is answered: inode
-    /// `ino`'s attributes are now `a`, remembered if nothing moved since
-    /// (else, or if unknown, forgotten). The epoch moves either way: an
-    /// answer fetched meanwhile may predate the change.
-    pub fn store_changed(&self, t: MemoTicket, ino: u64, a: Option<&Attr>) -> bool {
+    /// `ino`'s attributes are now `a` and, if known, its bytes `content`,
+    /// remembered if nothing moved since (else, or if unknown, forgotten).
+    /// The epoch moves either way: an answer fetched meanwhile may predate
+    /// the change.
+    pub fn store_changed(&self, t: MemoTicket, ino: u64, a: Option<&Attr>, content: Option<Bytes>) -> bool {
         let mut m = self.inner.lock().unwrap();
         let fresh = m.epoch == t.0;
         m.epoch += 1;
@@ -199,10 +240,14 @@ impl Memo {
             Some(a) if fresh && a.fid.ino() == ino => {
                 m.make_room();
                 m.attrs.insert(ino, a.clone());
+                match content {
+                    Some(d) if d.len() as u64 == a.size => m.contents.insert(ino, d),
+                    _ => drop(m.contents.remove(ino)),
+                }
                 true
             }
             _ => {
-                m.attrs.remove(&ino);
+                m.drop_attrs(ino);
                 false
             }
         }
@@ -212,7 +257,7 @@ impl Memo {
     pub fn forget_inode(&self, ino: u64) {
         let mut m = self.inner.lock().unwrap();
         m.epoch += 1;
-        m.attrs.remove(&ino);
+        m.drop_attrs(ino);
         m.no_caps.remove(&ino);
         // a directory's attributes are called back when a name is added
         m.complete.remove(&ino);
@@ -224,9 +269,9 @@ impl Memo {
         let mut m = self.inner.lock().unwrap();
         m.epoch += 1;
         if let Some(ino) = m.entries.remove(&(parent, name.to_string())) {
-            m.attrs.remove(&ino);
+            m.drop_attrs(ino);
         }
-        m.attrs.remove(&parent);
+        m.drop_attrs(parent);
         m.complete.remove(&parent);
     }
 
@@ -238,6 +283,7 @@ impl Memo {
         m.entries.clear();
         m.no_caps.clear();
         m.complete.clear();
+        m.contents.clear();
     }
 }
 
@@ -287,24 +333,69 @@ mod tests {
         let (before, after) = (attr(5, 1), attr(5, 2));
         let ino = before.fid.ino();
         m.store_attr(m.ticket(), &before);
-        let (was, t) = m.take_attrs(ino);
-        assert_eq!(was, Some(before.clone()));
+        let taken = m.take_attrs(ino);
+        assert_eq!(taken.attr, Some(before.clone()));
         assert!(m.attr(ino).is_none(), "forgotten while the change is under way");
         // an answer fetched meanwhile may predate the change: never stored
         let meanwhile = m.ticket();
-        assert!(m.store_changed(t, ino, Some(&after)));
+        assert!(m.store_changed(taken.ticket, ino, Some(&after), None));
         m.store_attr(meanwhile, &before);
         assert_eq!(m.attr(ino), Some(after.clone()));
         // anything forgotten during the change (a callback): not stored
-        let (_, t) = m.take_attrs(ino);
+        let t = m.take_attrs(ino).ticket;
         m.forget_inode(99);
-        assert!(!m.store_changed(t, ino, Some(&after)));
+        assert!(!m.store_changed(t, ino, Some(&after), None));
         assert!(m.attr(ino).is_none());
         // two changes at once: neither result is known to be the last
         m.store_attr(m.ticket(), &before);
-        let ((_, t1), (was2, t2)) = (m.take_attrs(ino), m.take_attrs(ino));
-        assert!(was2.is_none() && !m.store_changed(t1, ino, Some(&after)));
-        assert!(!m.store_changed(t2, ino, None) && m.attr(ino).is_none());
+        let (t1, taken2) = (m.take_attrs(ino).ticket, m.take_attrs(ino));
+        assert!(taken2.attr.is_none() && !m.store_changed(t1, ino, Some(&after), None));
+        assert!(!m.store_changed(taken2.ticket, ino, None, None) && m.attr(ino).is_none());
+    }
+
+    #[test]
+    fn a_small_files_bytes_go_with_its_attributes() {
+        let m = Memo::default();
+        let a = attr(5, 3);
+        let ino = a.fid.ino();
+        let abc = Bytes::from_static(b"abc");
+        let store = |a: &Attr, d: &Bytes| {
+            let t = m.take_attrs(ino).ticket;
+            assert!(m.store_changed(t, ino, Some(a), Some(d.clone())));
+        };
+        store(&a, &abc);
+        assert_eq!(m.content(ino), Some(abc.clone()));
+        assert_eq!(m.take_attrs(ino).content, Some(abc.clone()), "a change here takes them");
+        assert!(m.content(ino).is_none());
+        // bytes that disagree with the size are not kept
+        let t = m.take_attrs(ino).ticket;
+        assert!(m.store_changed(t, ino, Some(&a), Some(Bytes::from_static(b"ab"))));
+        assert!(m.content(ino).is_none());
+        // what makes them go
+        let goes = |what: &str, f: &dyn Fn()| {
+            store(&a, &abc);
+            f();
+            assert!(m.content(ino).is_none(), "{what}");
+        };
+        goes("a callback of the inode", &|| m.forget_inode(ino));
+        goes("a change to its attributes here", &|| m.forget_attrs(ino));
+        goes("a callback of a name of it", &|| {
+            assert!(m.store_entry(m.ticket(), 1, "f", &a));
+            m.forget_entry(1, "f")
+        });
+        goes("everything", &|| m.clear());
+        goes("an answer with another size", &|| m.store_attr(m.ticket(), &attr(5, 4)));
+        let later = Attr { mtime: xlator::Timestamp { secs: 9, nsecs: 0 }, ..a.clone() };
+        goes("an answer with another mtime", &|| m.store_attr(m.ticket(), &later));
+        goes("a change whose answer came across a forget", &|| {
+            let t = m.take_attrs(ino).ticket;
+            m.forget_inode(99);
+            m.store_changed(t, ino, Some(&a), Some(abc.clone()));
+        });
+        // the same attributes again keep them
+        store(&a, &abc);
+        m.store_attr(m.ticket(), &a);
+        assert_eq!(m.content(ino), Some(abc));
     }
 
     fn dir(fid: u128) -> Attr {

@@ -2,6 +2,7 @@
 
 mod ahead;
 mod answer;
+mod contents;
 mod first_poll;
 mod append;
 pub mod convert;
