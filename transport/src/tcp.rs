@@ -52,6 +52,7 @@ mod activity;
 mod budget;
 mod client;
 mod conn;
+mod direct_out;
 mod frame;
 pub mod handshake;
 pub mod tls;

@@ -1,5 +1,6 @@
 //! The client end: one multiplexed connection, reconnected on demand.
 
+use super::direct_out::DirectOut;
 use super::frame::{self, Hello, ReadEnd, HEADER_LEN};
 use super::DEFAULT_MAX_FRAME;
 use crate::{Message, RpcClient, TransportError};
@@ -23,7 +24,8 @@ pub struct TcpClientOptions {
     /// Largest reply frame accepted (announced in the hello); a bigger one
     /// drops the connection.
     pub max_frame: usize,
-    /// Calls queued for the writer before `call` waits (back-pressure).
+    /// Calls queued for the writer before `call` waits (back-pressure; on
+    /// plain TCP, `queue_depth` × 8 KiB of frames the socket has not taken).
     pub queue_depth: usize,
     /// After a connect attempt timed out (peer blackholed), calls fail at
     /// once for this long. A refused connection (peer down) never waits.
@@ -83,8 +85,16 @@ impl Pending {
     }
 }
 
+/// How a call's frame leaves.
+enum Out {
+    /// written by the call itself (plain TCP; see `direct_out`)
+    Direct(Arc<DirectOut>),
+    /// queued for the writer task (TLS)
+    Task(mpsc::Sender<(u64, Message, ())>),
+}
+
 struct Conn {
-    tx: mpsc::Sender<(u64, Message, ())>,
+    out: Out,
     pending: Arc<Pending>,
     dead: Arc<AtomicBool>,
     /// frames received so far (to tell a silent peer from a slow call)
@@ -202,13 +212,37 @@ impl TcpClient {
         let (stream, theirs) = tokio::time::timeout(t, handshake(&self.addr, &self.opts))
             .await
             .map_err(|_| TransportError::Connect(format!("{}: connect/handshake timed out after {t:?}", self.addr)))??;
-        let (rd, wr) = stream.into_split();
-        let (tx, rx) = mpsc::channel(self.opts.queue_depth);
         let pending = Arc::new(Pending(Mutex::new(Some(HashMap::new()))));
         let dead = Arc::new(AtomicBool::new(false));
         let rx_frames = Arc::new(AtomicU64::new(0));
         let born = tokio::time::Instant::now();
         let last_used = Arc::new(AtomicU64::new(0));
+
+        let (p, d, peer) = (pending.clone(), dead.clone(), self.addr.clone());
+        let broken = move |e: std::io::Error| {
+            d.store(true, Ordering::Release);
+            tracing::warn!(%peer, "storage RPC write failed: {e}");
+            p.fail_all(&format!("write failed: {e}"));
+        };
+        let (rd, out, writer): (super::tls::ReadHalf, _, _) = match stream {
+            Stream::Plain(s) => {
+                let (rd, wr) = s.into_split();
+                let direct = Arc::new(DirectOut::new(wr, self.opts.queue_depth.saturating_mul(8 << 10)));
+                let d = direct.clone();
+                let writer = tokio::spawn(async move { broken(d.flush_forever().await) });
+                (Box::new(rd), Out::Direct(direct), writer)
+            }
+            tls => {
+                let (rd, wr) = tls.into_split();
+                let (tx, rx) = mpsc::channel(self.opts.queue_depth);
+                let writer = tokio::spawn(async move {
+                    if let Err(e) = frame::write_frames(wr, rx).await {
+                        broken(e)
+                    }
+                });
+                (rd, Out::Task(tx), writer)
+            }
+        };
 
         let (p, d, peer, max) = (pending.clone(), dead.clone(), self.addr.clone(), self.opts.max_frame);
         let (lr, lu) = (rx_frames.clone(), last_used.clone());
@@ -237,16 +271,8 @@ impl TcpClient {
             }
             p.fail_all(&end.to_string());
         });
-        let (p, d, peer) = (pending.clone(), dead.clone(), self.addr.clone());
-        let writer = tokio::spawn(async move {
-            if let Err(e) = frame::write_frames(wr, rx).await {
-                d.store(true, Ordering::Release);
-                tracing::warn!(%peer, "storage RPC write failed: {e}");
-                p.fail_all(&format!("write failed: {e}"));
-            }
-        });
         Ok(Conn {
-            tx,
+            out,
             pending,
             dead,
             rx_frames,
@@ -279,15 +305,21 @@ impl TcpClient {
         // Forget the call if we are cancelled or time out, so the map stays small.
         let _guard = Forget(&conn.pending, id);
         let rx_before = conn.rx_frames.load(Ordering::Relaxed);
-        match tokio::time::timeout_at(deadline, conn.tx.send((id, req, ()))).await {
-            Err(_) => return Err(TransportError::Timeout(t)),
-            Ok(Err(_)) => return Err(TransportError::Disconnected(format!("{}: connection closed", self.addr))),
-            Ok(Ok(())) => {}
+        let closed = || TransportError::Disconnected(format!("{}: connection closed", self.addr));
+        match &conn.out {
+            Out::Direct(out) => match tokio::time::timeout_at(deadline, out.send(id, &req)).await {
+                Err(_) => return Err(TransportError::Timeout(t)),
+                Ok(Err(e)) => return Err(TransportError::Disconnected(format!("{}: {e}", self.addr))),
+                Ok(Ok(())) => {}
+            },
+            Out::Task(tx) => match tokio::time::timeout_at(deadline, tx.send((id, req, ()))).await {
+                Err(_) => return Err(TransportError::Timeout(t)),
+                Ok(Err(_)) => return Err(closed()),
+                Ok(Ok(())) => {}
+            },
         }
         match tokio::time::timeout_at(deadline, rx).await {
-            Ok(r) => {
-                r.unwrap_or_else(|_| Err(TransportError::Disconnected(format!("{}: connection closed", self.addr))))
-            }
+            Ok(r) => r.unwrap_or_else(|_| Err(closed())),
             Err(_) => {
                 // Silence on the whole connection since we sent: the peer is
                 // hung or the path is dead (a half-open socket never errors).

@@ -358,3 +358,52 @@ async fn an_unreachable_peer_is_not_retried_by_every_call() {
     assert!(c.call(msg("x", vec![]), 0).await.is_err());
     assert!(t.elapsed() >= Duration::from_millis(250));
 }
+
+/// Holds every request until the gate opens, then echoes it.
+struct Gated(tokio::sync::Semaphore);
+
+#[async_trait]
+impl RpcService for Gated {
+    async fn handle(&self, req: Message) -> Message {
+        let _pass = self.0.acquire().await.unwrap();
+        req
+    }
+}
+
+/// A peer that stops reading (its handlers stuck) fills the socket: calls
+/// then wait for room, and those given up while waiting (timed out,
+/// dropped) leave no half frame behind: every later call is answered whole
+/// and matched to its own reply.
+#[tokio::test]
+async fn calls_wait_for_room_and_a_cancelled_one_leaves_the_stream_whole() {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let gate = Arc::new(Gated(tokio::sync::Semaphore::new(0)));
+    let svc: Arc<dyn RpcService> = gate.clone();
+    tokio::spawn(serve(l, svc, ServerOptions { max_in_flight: 2, ..Default::default() }, std::future::pending()));
+    // 4 × 8 KiB may wait in the client before a call waits for room
+    let c = Arc::new(TcpClient::connect(&addr, TcpClientOptions { queue_depth: 4, ..opts(30_000) }).await.unwrap());
+    let body = |i: u32| vec![(i % 251) as u8; 256 << 10];
+    let calls: Vec<_> = (0..24u32)
+        .map(|i| {
+            let c = c.clone();
+            tokio::spawn(async move { (i, c.call(msg(&format!("c{i}"), body(i)), 1 << 20).await) })
+        })
+        .collect();
+    // 6 MiB of calls against a socket buffer and 32 KiB of room: these
+    // wait for room (or, if written, for an answer) and are given up.
+    for _ in 0..50 {
+        let quick = tokio::time::timeout(Duration::from_millis(20), c.call(msg("cut", body(7)), 1 << 20)).await;
+        assert!(quick.is_err(), "answered behind a closed gate");
+    }
+    gate.0.add_permits(1 << 20);
+    for h in calls {
+        let (i, r) = h.await.unwrap();
+        let r = r.unwrap();
+        assert_eq!(&r.head[..], format!("c{i}").as_bytes());
+        assert!(r.bulk == body(i), "call {i}'s reply carries its own bulk");
+    }
+    let r = c.call(msg("after", body(3)), 1 << 20).await.unwrap();
+    assert_eq!(&r.head[..], b"after");
+    assert!(r.bulk == body(3));
+}
