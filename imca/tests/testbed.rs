@@ -3,7 +3,13 @@
 //! up, its namespaces reach each other and nothing else, a storage
 //! server's disk keeps to its IOPS bound, B1 `--quick` runs through it, and
 //! nothing it built is left behind — after SIGTERM, and after a SIGKILL
-//! followed by `--cleanup`. Needs root (as every FUSE test here).
+//! followed by `--cleanup`. With `--gluster`, GlusterFS runs beside IMCa:
+//! its bricks on throttled disks of their own in the storage namespaces, its
+//! client mounted from the gateway's, and it too leaves nothing behind. Needs
+//! root (as every FUSE test here).
+//!
+//! Testbeds share their names (`imcatb-*`) and each start removes what an
+//! earlier one left, so the tests here take turns (a file lock).
 
 mod common;
 
@@ -26,12 +32,13 @@ struct Bed {
 }
 
 impl Bed {
-    fn start(dir: &Path) -> (Bed, Value) {
+    fn start(dir: &Path, extra: &[&str]) -> (Bed, Value) {
         let _ = std::fs::remove_file(dir.join("testbed.json"));
         let child = Command::new(script())
             .args(["--imca", IMCA, "--dir"])
             .arg(dir)
             .args(["--storage", "2", "--cache", "1", "--iops", &IOPS.to_string(), "--bps", "0", "--image-mb", "64"])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(dir.join("testbed.out")).unwrap())
             .stderr(std::fs::File::create(dir.join("testbed.err")).unwrap())
@@ -72,6 +79,19 @@ impl Drop for Bed {
     }
 }
 
+/// Held for a whole test: one testbed on the machine at a time.
+struct Turn {
+    _lock: std::fs::File,
+}
+
+fn take_turn() -> Turn {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::create("/var/tmp/imcatb-tests.lock").unwrap();
+    // SAFETY: a valid descriptor we own; the lock goes with the file.
+    assert_eq!(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) }, 0, "flock");
+    Turn { _lock: f }
+}
+
 fn sh(cmd: &str) -> (bool, String) {
     let out = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
     (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
@@ -105,9 +125,10 @@ fn testbed_is_a_cluster_of_namespaces_with_slow_disks_and_leaves_nothing_behind(
     for (tool, pkg) in [("ip", "iproute2"), ("tc", "iproute2"), ("mkfs.ext4", "e2fsprogs"), ("losetup", "mount"), ("nsenter", "util-linux")] {
         require_tool(tool, pkg);
     }
+    let _turn = take_turn();
     let tmp = tempfile::Builder::new().prefix("imcatb-test-").tempdir_in("/var/tmp").unwrap();
     let dir = tmp.path().to_path_buf();
-    let (mut bed, info) = Bed::start(&dir);
+    let (mut bed, info) = Bed::start(&dir, &[]);
 
     // namespaces reach each other over the bridge, and nothing outside it
     let storage: Vec<String> = info["storage_servers"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().into()).collect();
@@ -154,10 +175,80 @@ fn testbed_is_a_cluster_of_namespaces_with_slow_disks_and_leaves_nothing_behind(
     assert_nothing_left(&dir);
 
     // a crash (SIGKILL: the daemons stay) is cleaned up by --cleanup
-    let (mut bed, _) = Bed::start(&dir);
+    let (mut bed, _) = Bed::start(&dir, &[]);
     bed.signal(libc::SIGKILL);
     let (_, ns) = sh("ip netns list");
     assert!(ns.contains("imcatb-g"), "a killed testbed leaves its namespaces: {ns}");
+    bed.cleanup();
+    assert_nothing_left(&dir);
+}
+
+#[test]
+fn testbed_runs_glusterfs_beside_imca_on_disks_bounded_alike_and_leaves_nothing_behind() {
+    for (tool, pkg) in [("ip", "iproute2"), ("mkfs.ext4", "e2fsprogs"), ("nsenter", "util-linux")] {
+        require_tool(tool, pkg);
+    }
+    for tool in ["glusterfsd", "glusterfs"] {
+        require_tool(tool, "glusterfs-client");
+    }
+    let _turn = take_turn();
+    let tmp = tempfile::Builder::new().prefix("imcatb-test-").tempdir_in("/var/tmp").unwrap();
+    let dir = tmp.path().to_path_buf();
+    let (mut bed, info) = Bed::start(&dir, &["--gluster"]);
+    let g = &info["gluster"];
+    let gmnt = PathBuf::from(g["mount"].as_str().expect("testbed.json names the GlusterFS mount"));
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        mounts.lines().any(|l| l.contains(&format!(" {} ", gmnt.display())) && l.contains("fuse.glusterfs")),
+        "GlusterFS mounted at {}",
+        gmnt.display()
+    );
+
+    // the bricks listen in the storage namespaces, reached from the gateway's
+    let bricks: Vec<String> = g["bricks"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().into()).collect();
+    assert_eq!(bricks.len(), 2);
+    for (i, b) in bricks.iter().enumerate() {
+        let addr = b.rsplitn(2, ':').nth(1).unwrap();
+        assert!(addr.starts_with(&format!("10.213.77.{}:", 10 + i)), "brick {i} in storage namespace {i}: {b}");
+        assert!(connects("imcatb-g", addr), "the gateway namespace reaches brick {addr}");
+    }
+
+    // files are distributed over both bricks' own disks, not IMCa's
+    for i in 0..16 {
+        std::fs::write(gmnt.join(format!("f{i}")), b"hello").unwrap();
+    }
+    for i in 0..2 {
+        let n = std::fs::read_dir(dir.join(format!("exports/gs{i}/brick"))).unwrap().filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with('f')).count();
+        assert!(n > 0, "brick {i} holds some of the files");
+    }
+    assert!(!dir.join("exports/s0/f0").exists() && !dir.join("exports/s1/f0").exists(), "IMCa's disks hold none");
+
+    // unaligned O_DIRECT works (remote-dio), so the latency benchmarks bypass the client's caches here too
+    let (ok, out) = sh(&format!("dd if=/dev/zero of={}/direct bs=3 count=1 oflag=direct status=none", gmnt.display()));
+    assert!(ok, "unaligned O_DIRECT write: {out}");
+
+    // each brick runs in a blkio cgroup with the same bounds as IMCa's servers, on its own loop device
+    for i in 0..2 {
+        let cg = format!("/sys/fs/cgroup/blkio/imcatb-gs{i}");
+        let bound = std::fs::read_to_string(format!("{cg}/blkio.throttle.read_iops_device")).unwrap();
+        let imca = std::fs::read_to_string(format!("/sys/fs/cgroup/blkio/imcatb-s{i}/blkio.throttle.read_iops_device")).unwrap();
+        assert!(bound.trim().ends_with(&format!(" {IOPS}")) && imca.trim().ends_with(&format!(" {IOPS}")), "{bound} / {imca}");
+        assert_ne!(bound.split(' ').next(), imca.split(' ').next(), "a disk of its own");
+        let procs = std::fs::read_to_string(format!("{cg}/cgroup.procs")).unwrap();
+        assert!(
+            procs.lines().any(|p| std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.starts_with(b"glusterfsd"))),
+            "brick {i} runs in {cg}"
+        );
+    }
+
+    // SIGTERM: GlusterFS goes with the rest
+    bed.signal(libc::SIGTERM);
+    assert_nothing_left(&dir); // the bricks' and the client's command lines name the directory
+
+    // a crash leaves the bricks and the client running; --cleanup removes them
+    let (mut bed, _) = Bed::start(&dir, &["--gluster"]);
+    bed.signal(libc::SIGKILL);
     bed.cleanup();
     assert_nothing_left(&dir);
 }
