@@ -86,7 +86,7 @@ struct Turn {
 
 fn take_turn() -> Turn {
     use std::os::fd::AsRawFd;
-    let f = std::fs::File::create("/var/tmp/imcatb-tests.lock").unwrap();
+    let f = std::fs::File::open(script()).unwrap(); // a lock on the script itself: no file to leave behind
     // SAFETY: a valid descriptor we own; the lock goes with the file.
     assert_eq!(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) }, 0, "flock");
     Turn { _lock: f }
