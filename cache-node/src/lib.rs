@@ -18,6 +18,7 @@
 //!  -Y authfile ──> auth.rs: memcached's ASCII login, first on every connection
 //!  watch ──> watch.rs: log lines (fetchers, mutations, evictions, connevents) to watchers
 //!  stats conns ──> conns.rs: the open connections
+//!  lru-maintainer thread (maintainer.rs): moves items read lately out of the evictions' way
 //! ```
 //!
 //! ## Threads and tasks
@@ -27,6 +28,9 @@
 //! "ERROR Too many open connections").
 //! The store is split into `16 × threads` shards, each an `lru::LruCache`
 //! behind its own mutex, held only for the duration of one key's operation.
+//! One more thread, as in memcached, is the LRU maintainer (`maintainer.rs`):
+//! it keeps the tails ready for evictions, so that a store's own eviction
+//! work stays a few items.
 //!
 //! Start-up, shutdown, the ready file and `/metrics` follow the `daemon`
 //! crate's skeleton: every task holds a `daemon::Shutdown` token and
@@ -60,6 +64,7 @@ mod exec_text;
 mod exec_watch;
 mod key;
 pub mod listen;
+pub mod maintainer;
 pub mod metrics;
 pub mod node;
 pub mod out;
@@ -138,6 +143,7 @@ pub async fn start(config: Config) -> anyhow::Result<Handle> {
         None => addr.to_string(),
     };
     let node = Arc::new(node);
+    maintainer::spawn(&node).context("starting the LRU maintainer thread")?;
     let drain = daemon::Drain::new();
     let metrics_addr = match &config.metrics {
         Some(m) => {

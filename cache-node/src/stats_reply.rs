@@ -50,10 +50,14 @@ fn general(n: &Node) -> List {
     p("limit_maxbytes", n.store.limit().to_string());
     p("accepting_conns", "1".into());
     p("threads", n.config.threads.to_string());
+    p("lru_maintainer_juggles", n.store.lru.juggles.load(Ordering::Relaxed).to_string());
     p("bytes", n.store.bytes().to_string());
     p("curr_items", n.store.items().to_string());
     p("total_items", n.store.hot.total_items.load(Ordering::Relaxed).to_string());
+    p("evicted_active", n.store.lru.evicted_active.load(Ordering::Relaxed).to_string());
     p("evictions", n.store.hot.evictions.load(Ordering::Relaxed).to_string());
+    p("moves_within_lru", n.store.lru.moves_within_lru.load(Ordering::Relaxed).to_string());
+    p("direct_reclaims", n.store.lru.direct_reclaims.load(Ordering::Relaxed).to_string());
     l
 }
 

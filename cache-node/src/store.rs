@@ -21,15 +21,17 @@
 //!
 //! Victims: an eviction takes the oldest of a few shards' LRU tails (by a
 //! store-wide tick; measured within a few hundred sets of the oldest tail
-//! of all shards), first moving back to the head every tail item it meets
-//! that was read lately ([`read_lately`]), up to one pass over the store.
-//! Both limits matter (issue 14, `tests/eviction_order.rs`): with 16
-//! rescues per store, a tail where everything had been read outlasted the
-//! budget; rescuing every item read since its last bump let a previous
-//! load's keys, read once seconds ago, cycle back ahead of the keys being
-//! read now. Either way memcaslap missed keys memcached kept (memcached
-//! keeps what is read in its warm LRU and evicts from cold). The work is
-//! bounded by the hits that set the active bits, like a CLOCK's.
+//! of all shards). A tail item read lately ([`read_lately`]) deserves a
+//! second trip from the head, but moving the items read lately out of the
+//! way is the LRU maintainer's work (`maintainer.rs`, a thread of its own,
+//! like memcached's): it sweeps the next evictions' region ahead of them,
+//! in the store's order. A store itself looks at a bounded number of tail
+//! items: it moves up to [`TAIL_RESCUES`] read ones back to the head (the
+//! reads that came after the maintainer's last sweep), then evicts what is
+//! at the tail even if it was read (memcached's `evicted_active`). Until
+//! 2026-11-27 a store did the whole sweep itself when it met a tail where
+//! everything had been read: 265 ms for one `set` in a store of 349,504
+//! items (issue 14, docs/benchmarks.md).
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -39,6 +41,7 @@ use lru::LruCache;
 
 use crate::clock::Clock;
 use crate::key::Key;
+use crate::maintainer::Counters;
 use crate::slabs::{Classes, CHARGE_SHIFT};
 
 /// Per-item bytes charged against `-m` besides key and value: exactly
@@ -54,10 +57,11 @@ const EVICTION_SAMPLE: usize = 4;
 /// memcached's `ITEM_UPDATE_INTERVAL`: seconds between two LRU bumps of one item.
 pub const UPDATE_INTERVAL: u32 = 60;
 
-/// The fewest active items one store may move back to the head before it
-/// evicts tails regardless; the bound is otherwise one pass over the store
-/// ([`Store::rescue_budget`]).
-const RESCUES: usize = 16;
+/// How many tail items read lately one store moves back to the head
+/// before it evicts tails regardless: memcached's tail search
+/// (`lru_pull_tail`) looks at 5 items too. The maintainer keeps the tails
+/// clean; these are for the reads since its last sweep.
+pub const TAIL_RESCUES: usize = 5;
 
 /// An item's value. The refcount sits in the same allocation, just before
 /// the bytes: a multi-get pins a value for its `writev` (`out.rs`) by
@@ -105,7 +109,7 @@ pub fn item_ntotal(key_len: usize, value_len: usize) -> usize {
 }
 
 pub struct Shard {
-    lru: LruCache<Key, Item, FastHash>,
+    pub(crate) lru: LruCache<Key, Item, FastHash>,
 }
 
 /// One slab class's counts (`stats slabs`, `stats items`).
@@ -147,12 +151,12 @@ pub struct Slot<'s> {
 /// it was reading while the old ones cycled back to the head). memcached
 /// gets the same from its warm LRU, which keeps active items only until
 /// newer active ones push them to cold.
-fn read_lately(it: &Item, now: u32) -> bool {
+pub(crate) fn read_lately(it: &Item, now: u32) -> bool {
     it.active && 2 * u64::from(it.atime.wrapping_sub(it.bumped)) >= u64::from(now.wrapping_sub(it.bumped))
 }
 
 /// Not expired and not flushed at server time `now`.
-fn live(store: &Store, now: u32, it: &Item) -> bool {
+pub(crate) fn live(store: &Store, now: u32, it: &Item) -> bool {
     if it.exptime != 0 && it.exptime <= now {
         return false;
     }
@@ -252,6 +256,14 @@ impl Slot<'_> {
     }
 }
 
+/// What [`Store::evict_one`] did with a shard's tail.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Tail {
+    Evicted,
+    Rescued,
+    Empty,
+}
+
 /// A seeded multiply-rotate hasher (FxHash-like): several times faster than
 /// SipHash on short keys. memcached itself hashes with unseeded murmur3.
 #[derive(Clone, Copy)]
@@ -307,11 +319,11 @@ pub struct Hot {
     cas: AtomicU64,
     pub evictions: AtomicU64,
     pub total_items: AtomicU64,
-    tick: AtomicU64,
+    pub(crate) tick: AtomicU64,
 }
 
 pub struct Store {
-    shards: Box<[Mutex<Shard>]>,
+    pub(crate) shards: Box<[Mutex<Shard>]>,
     hasher: FastHash,
     limit: AtomicUsize,
     /// what stores write, on cache lines of its own: a get on one thread
@@ -328,6 +340,10 @@ pub struct Store {
     no_evict: bool,
     /// `watch` (evictions are logged here, where they happen)
     pub log: crate::watch::Log,
+    /// what stores and the LRU maintainer did at the tails (`stats`)
+    pub lru: Counters,
+    /// the LRU maintainer's thread, woken by stores that evict
+    pub(crate) maintainer: std::sync::OnceLock<std::thread::Thread>,
 }
 
 impl Store {
@@ -347,6 +363,8 @@ impl Store {
             cursor: AtomicUsize::new(0),
             no_evict: false,
             log: Default::default(),
+            lru: Counters::default(),
+            maintainer: Default::default(),
         }
     }
 
@@ -397,7 +415,7 @@ impl Store {
         (h.finish() >> 7) as usize & (self.shards.len() - 1)
     }
 
-    fn lock(&self, i: usize) -> MutexGuard<'_, Shard> {
+    pub(crate) fn lock(&self, i: usize) -> MutexGuard<'_, Shard> {
         self.shards[i].lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -425,12 +443,14 @@ impl Store {
         }
         // Approximate global LRU: compare the tail of this shard with the
         // tails of a few others (try_lock only, so no lock-order deadlock)
-        // and evict the least recently used of them.
+        // and evict the least recently used of them. Every tail looked at
+        // is either evicted or one of at most TAIL_RESCUES moved back to
+        // the head: what a store pays is bounded by what it must free.
         let n = self.shards.len();
-        let (mut rescues, budget) = (0, self.rescue_budget());
+        let mut rescues = 0;
         while self.hot.used.load(Ordering::Relaxed) > limit {
             // a rescued item gets a fresh tick: the next round picks another tail
-            let rescue = rescues < budget;
+            let rescue = rescues < TAIL_RESCUES;
             // Not the item this call stored: once every other item in its
             // shard was rescued (fresh ticks), it would look oldest.
             let own = g.lru.peek_lru().filter(|(k, _)| ***k != *key).map(|(_, it)| it.tick);
@@ -446,20 +466,19 @@ impl Store {
                     best = Some((t, og));
                 }
             }
-            let evicted = match (own, best) {
+            let tail = match (own, best) {
                 (Some(o), Some((t, mut og))) if t < o => self.evict_one(&mut og, rescue),
                 (Some(_), _) => self.evict_one(&mut g, rescue),
                 (None, Some((_, mut og))) => self.evict_one(&mut og, rescue),
                 (None, None) => break,
             };
-            if !evicted {
+            if tail == Tail::Rescued {
                 rescues += 1;
             }
         }
         drop(g);
         // Still over: the newcomer is (nearly) alone in its shard; take from
         // the others, one lock at a time, until under the limit or nothing is left.
-        let n = self.shards.len();
         while self.hot.used.load(Ordering::Relaxed) > limit {
             let mut progress = false;
             for j in (1..n).map(|d| (i + d) % n) {
@@ -467,15 +486,15 @@ impl Store {
                     break;
                 }
                 let mut g = self.lock(j);
-                if !g.lru.is_empty() {
-                    // An item read since its last bump is rescued here too
-                    // (memcached's active bit), or a hot key would go
-                    // whenever the sample above found only empty shards.
-                    if !self.evict_one(&mut g, rescues < budget) {
-                        rescues += 1;
-                    }
-                    progress = true;
+                // An item read lately is rescued here too (within the same
+                // budget), or a hot key would go whenever the sample above
+                // found only empty shards.
+                match self.evict_one(&mut g, rescues < TAIL_RESCUES) {
+                    Tail::Empty => continue,
+                    Tail::Rescued => rescues += 1,
+                    Tail::Evicted => {}
                 }
+                progress = true;
             }
             if !progress {
                 break;
@@ -484,40 +503,45 @@ impl Store {
         r
     }
 
-    /// How many active tails one store may rescue before it evicts them too:
-    /// one pass over the store, after which every item it met is inactive
-    /// unless read again meanwhile (the bound only stops concurrent readers
-    /// from keeping a store busy forever). Amortised, rescues cost no more
-    /// than the hits that set the active bits.
-    fn rescue_budget(&self) -> usize {
-        self.items().max(RESCUES)
-    }
-
     /// Evicts the shard's LRU tail, or (with `rescue`) moves it back to the
-    /// head if it was read since its last bump. Returns whether it evicted.
-    fn evict_one(&self, g: &mut Shard, rescue: bool) -> bool {
+    /// head if it was read lately. A store calls this: it counts as one
+    /// tail item a store looked at (memcached's `direct_reclaims`).
+    fn evict_one(&self, g: &mut Shard, rescue: bool) -> Tail {
         let now = self.clock.now();
-        if let Some((k, _)) = g.lru.peek_lru().filter(|(_, it)| rescue && read_lately(it, now) && live(self, now, it)) {
-            // read since its last bump: back to the head, inactive, with a
-            // fresh tick (it no longer looks oldest across shards)
+        let Some((k, it)) = g.lru.peek_lru() else { return Tail::Empty };
+        self.lru.direct_reclaims.fetch_add(1, Ordering::Relaxed);
+        let read = read_lately(it, now) && live(self, now, it);
+        if read && rescue {
+            // back to the head, inactive, with a fresh tick (it no longer
+            // looks oldest across shards)
             let k = k.clone();
             let tick = self.hot.tick.fetch_add(1, Ordering::Relaxed);
             if let Some(it) = g.lru.peek_mut(&*k) {
                 (it.active, it.bumped, it.tick) = (false, now, tick);
             }
             g.lru.promote(&*k);
-            return false;
+            self.lru.moves_within_lru.fetch_add(1, Ordering::Relaxed);
+            self.wake_maintainer();
+            return Tail::Rescued;
         }
-        let Some((k, it)) = g.lru.pop_lru() else { return false };
+        let Some((k, it)) = g.lru.pop_lru() else { return Tail::Empty };
         let id = self.account(ntotal(k.len(), &it), false);
         if it.exptime == 0 || it.exptime > now {
-            self.hot.evictions.fetch_add(1, Ordering::Relaxed);
+            let before = self.hot.evictions.fetch_add(1, Ordering::Relaxed);
             self.per_class[id - 1].evicted.fetch_add(1, Ordering::Relaxed);
+            if read {
+                // the maintainer has not kept up (or the item was read
+                // since its sweep, more than TAIL_RESCUES times over)
+                self.lru.evicted_active.fetch_add(1, Ordering::Relaxed);
+                self.wake_maintainer();
+            } else if before % crate::maintainer::WAKE_EVERY == 0 {
+                self.wake_maintainer();
+            }
             if self.log.on(crate::watch::EVICTIONS) {
                 self.log_eviction(&k, &it, now);
             }
         }
-        true
+        Tail::Evicted
     }
 
     /// memcached's eviction line for `watch evictions`.
@@ -566,8 +590,18 @@ impl Store {
     }
 
     /// The limit in the units of `used`.
-    fn limit_fixed(&self) -> usize {
+    pub(crate) fn limit_fixed(&self) -> usize {
         self.limit.load(Ordering::Relaxed).saturating_mul(1 << CHARGE_SHIFT)
+    }
+
+    /// What `-m` is charged, in the units of the limit ([`Self::limit_fixed`]).
+    pub(crate) fn used_fixed(&self) -> usize {
+        self.hot.used.load(Ordering::Relaxed)
+    }
+
+    /// `-M`: stores are refused instead of evicting.
+    pub(crate) fn evicts_nothing(&self) -> bool {
+        self.no_evict
     }
 
     pub fn items(&self) -> usize {

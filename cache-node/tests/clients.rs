@@ -124,6 +124,43 @@ fn memory_limit_evicts_lru_and_counts() {
     assert!(c.get::<Vec<u8>>("key399").unwrap().is_some());
 }
 
+/// The node's LRU maintainer thread (`maintainer.rs`) sweeps the tails
+/// once the store is near its limit, and stores look at a few tail items
+/// each: `stats` shows both under memcached's names.
+#[test]
+fn the_lru_maintainer_sweeps_and_stores_look_at_few_tails() {
+    use std::sync::atomic::Ordering;
+    let node = TestNode::start(Config { memory_bytes: 1 << 20, ..Config::local() });
+    let c = memcache::Client::connect(node.url_ascii()).unwrap();
+    let v = vec![b'v'; 1000];
+    let store = &node.node.store;
+    let mut i = 0;
+    while store.hot.evictions.load(Ordering::Relaxed) == 0 {
+        c.set(&format!("key{i}"), &v[..], 0).unwrap();
+        i += 1;
+    }
+    // every item read 10 s after its store: "read lately" for 10 s
+    store.clock.advance(10);
+    for k in 0..i {
+        let _: Option<Vec<u8>> = c.get(&format!("key{k}")).unwrap();
+    }
+    for k in i..i + 2000 {
+        c.set(&format!("key{k}"), &v[..], 0).unwrap();
+    }
+    // the thread has swept (it is woken by evictions; wait for its state, not a time)
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while store.lru.swept.load(Ordering::Relaxed) == 0 {
+        assert!(std::time::Instant::now() < deadline, "the maintainer never swept");
+        std::thread::yield_now();
+    }
+    let s = raw_stats(node.addr);
+    let n = |k: &str| s[k].parse::<u64>().unwrap();
+    assert!(n("lru_maintainer_juggles") > 0);
+    assert!(n("moves_within_lru") > 0);
+    let per_store = cache_node::store::TAIL_RESCUES as u64 + 1;
+    assert!(n("direct_reclaims") <= per_store * n("evictions"), "{} tail items looked at for {} evictions", n("direct_reclaims"), n("evictions"));
+}
+
 #[test]
 fn expiry_relative_absolute_and_flush_delay() {
     let node = TestNode::local();
