@@ -534,7 +534,7 @@ impl Store {
                 // since its sweep, more than TAIL_RESCUES times over)
                 self.lru.evicted_active.fetch_add(1, Ordering::Relaxed);
                 self.wake_maintainer();
-            } else if before % crate::maintainer::WAKE_EVERY == 0 {
+            } else if before.is_multiple_of(crate::maintainer::WAKE_EVERY) {
                 self.wake_maintainer();
             }
             if self.log.on(crate::watch::EVICTIONS) {
