@@ -28,7 +28,8 @@
 //!   and before replying. A delete between a gateway's claim and its `cas`
 //!   breaks the claim, so a stat read before a mutation never lands after it.
 //!   A stat key this server deleted and no request could have refilled since
-//!   is not deleted again (`clean`).
+//!   is not deleted again (`clean`), and a file made here whose blocks
+//!   were never stored is not rewritten by its writes (`fresh`).
 //! - **A frozen or slow node** is waited for, on the same connection (so a
 //!   late value can never overtake a later one), up to a deadline; past it
 //!   the node is fenced (the request rides on GetVolumeConfig replies, a
@@ -46,6 +47,7 @@
 
 mod changes;
 mod clean;
+mod fresh;
 mod locks;
 pub mod metrics;
 mod state;

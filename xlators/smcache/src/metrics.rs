@@ -11,7 +11,8 @@ pub struct Metrics {
     /// fenced (a node could not confirm in time and was fenced before the
     /// mutation was answered) | error (answered EIO: neither confirmed nor
     /// fenced in time) | queued | known_empty (a stat delete skipped: the
-    /// key holds nothing, see `clean`).
+    /// key holds nothing, see `clean`) | fresh (blocks a write did not
+    /// rewrite: the file's were never stored, see `fresh`).
     pub cache_ops: IntCounterVec,
 }
 

@@ -2,6 +2,7 @@
 
 use crate::changes::{self, Change, K};
 use crate::clean::Clean;
+use crate::fresh::Fresh;
 use crate::locks::FileLocks;
 use crate::metrics;
 use crate::state::{Layout, Layouts};
@@ -52,6 +53,8 @@ struct Inner {
     locks: FileLocks,
     /// stat keys known to hold nothing (deletes that may be skipped)
     clean: Clean,
+    /// files whose blocks were never stored (writes need not rewrite them)
+    fresh: Fresh,
     opts: SmOptions,
     /// nodes we want fenced, read by gateways with the volume config
     fences: Arc<FenceRequests>,
@@ -74,6 +77,7 @@ impl SmCache {
             layouts,
             locks: FileLocks::default(),
             clean: Clean::default(),
+            fresh: Fresh::default(),
             opts,
             fences,
             metrics,
@@ -227,6 +231,7 @@ impl Inner {
         let bs = l.keys.block_size as u64;
         let _g = self.locks.shared(fid).await;
         if let Ok(data) = self.below.read(&loc, first * bs, ((last - first + 1) * bs) as u32).await {
+            self.fresh.putting(fid);
             let ch = Self::blocks_of(fid, first, last, bs, &data, true);
             let _ = l.bank.update(&changes::updates(&ch, &l.keys, l.bank.codec()), None).await;
             self.metrics.count("populate", "queued", ch.len() as u64);
@@ -288,6 +293,7 @@ impl Translator for SmCache {
         let data = self.below.read(loc, astart, alen as u32).await?;
         let rel = (offset - astart) as usize;
         let out = data.slice(rel.min(data.len())..(rel + size as usize).min(data.len()));
+        i.fresh.putting(fid);
         let ch = Inner::blocks_of(fid, first, last, bs, &data, true);
         let _ = l.bank.update(&changes::updates(&ch, &l.keys, l.bank.codec()), None).await;
         i.metrics.count("populate", "queued", ch.len() as u64);
@@ -307,7 +313,12 @@ impl Translator for SmCache {
         let r = self.below.write(loc, offset, data.clone()).await?;
         let n = r.written as u64;
         let mut ch = vec![Change::Del(K::Stat(fid))];
-        let span = l.keys.covering(offset, n);
+        let mut span = l.keys.covering(offset, n);
+        if let (true, Some((first, last))) = (i.fresh.is_fresh(fid), span) {
+            // nothing of it was ever stored: nothing to rewrite (see `fresh`)
+            i.metrics.count("update", "fresh", last - first + 1);
+            span = None;
+        }
         if let Some((first, last)) = span {
             for b in first..=last {
                 let s = b * bs;
@@ -379,6 +390,10 @@ impl Translator for SmCache {
             }
         }
         let r = self.below.create(parent, new, flags).await?;
+        if r.fid == new.fid {
+            // made here with the id the gateway drew: no block of it exists
+            i.fresh.created(r.fid);
+        }
         let pfid = i.fid_of(parent).await?;
         // A new name, or an existing file opened untouched, leaves the
         // entry and the file's stat as they were (see `created`); only a

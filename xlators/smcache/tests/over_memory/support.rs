@@ -50,8 +50,15 @@ impl Stack {
         self.bank.view(&self.volume.config())
     }
 
-    /// A file created through SMCache at the root.
+    /// An empty file at the root that SMCache did not make (as every file
+    /// but one just made through it): its writes rewrite their blocks.
     pub async fn create(&self, name: &str) -> Loc {
+        self.on_disk(name, &[]).await
+    }
+
+    /// A file made through SMCache at the root: new, so until its blocks
+    /// are first stored its writes leave the bank alone (`fresh`).
+    pub async fn make(&self, name: &str) -> Loc {
         let new = testkit::new_file(name);
         self.sm.create(&Loc::root(), &new, libc::O_RDWR | libc::O_CREAT).await.unwrap();
         testkit::at(name, new.fid)

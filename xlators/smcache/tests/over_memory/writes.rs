@@ -202,3 +202,58 @@ async fn getattrs_make_a_stat_delete_needed_again() {
     s.sm.setattr(&f, &set).await.unwrap();
     assert_eq!(skipped(), before, "after getattrs the stat key's delete is sent again");
 }
+
+/// A file made through this server has no block in the bank until one is
+/// first stored: its writes leave the bank alone (no rewrite to wait for,
+/// no read back), and a read then finds the disk's bytes. After the
+/// first populate, writes rewrite as for any file.
+#[tokio::test]
+async fn a_file_made_here_is_not_rewritten_until_its_blocks_are_first_stored() {
+    let s = Stack::start(2, BS).await;
+    let v = s.view();
+    let fresh = || s.sm.metrics().cache_ops.with_label_values(&["update", "fresh"]).get();
+    let f = s.make("f").await;
+    let reads = s.leaf.calls(Fop::Read);
+    s.sm.write(&f, 0, pattern(2 * BS as usize + 100, 1)).await.unwrap();
+    s.sm.write(&f, 2 * BS as u64 + 100, pattern(50, 2)).await.unwrap();
+    assert_eq!(fresh(), 4, "3 + 1 blocks left alone");
+    assert_eq!(s.leaf.calls(Fop::Read), reads, "no partial block read back");
+    assert_eq!(s.bank.items(), 0, "nothing stored");
+
+    // a read stores the blocks (and ends the file's freshness first)
+    let disk = s.disk(&f, 0, 3 * BS as u64).await;
+    assert_eq!(s.sm.read(&f, 0, 3 * BS).await.unwrap(), disk);
+    testkit::eventually("the populate", || v.block(fid(&f), 2).is_some()).await;
+    let new = pattern(BS as usize, 3);
+    s.sm.write(&f, BS as u64, new.clone()).await.unwrap();
+    assert_eq!(v.block(fid(&f), 1).unwrap(), new, "rewritten once its blocks were stored");
+    assert_eq!(fresh(), 4);
+
+    // A create that opens an existing file (another id: the name was
+    // taken) makes nothing new: its writes rewrite.
+    let g = s.on_disk("g", &pattern(100, 4)).await;
+    let opened = s.sm.create(&Loc::root(), &testkit::new_file("g"), libc::O_RDWR | libc::O_CREAT).await.unwrap();
+    assert_eq!(opened.fid, fid(&g));
+    s.sm.write(&g, 0, pattern(10, 5)).await.unwrap();
+    assert_eq!(v.block(fid(&g), 0).unwrap(), s.disk(&g, 0, BS as u64).await);
+    assert_eq!(fresh(), 4);
+}
+
+/// Threaded mode: a write to a file made here deletes nothing and puts
+/// nothing back.
+#[tokio::test]
+async fn threaded_mode_leaves_a_fresh_files_blocks_alone_too() {
+    let bank = TestBank::start(1).await;
+    let config = bank.config(BS);
+    let s = Stack::over(bank, config, SmOptions { threaded: true, ..opts() });
+    let f = s.make("f").await;
+    let reads = s.leaf.calls(Fop::Read);
+    s.sm.write(&f, 0, pattern(BS as usize / 2, 6)).await.unwrap();
+    // a populating read after it, on the same connection: once its block is
+    // there, a repopulate queued before it would have landed too
+    let h = s.on_disk("h", &pattern(10, 7)).await;
+    s.sm.read(&h, 0, 10).await.unwrap();
+    testkit::eventually("the populate", || s.view().block(fid(&h), 0).is_some()).await;
+    assert_eq!(s.bank.items(), 1, "only the other file's block");
+    assert_eq!(s.leaf.calls(Fop::Read), reads + 1, "no repopulate read");
+}
