@@ -4,6 +4,8 @@
 //! Each hit appends its `VALUE` header to the reply and *pins* its value
 //! ([`Out::value`]): a refcount taken under the shard lock, no copy. The
 //! connection then writes headers and values with one `writev` (`out.rs`).
+//! Before a batch of keys is looked up, their lookups' cache misses are
+//! started together (`prefetch.rs`).
 
 use cache_proto::response::{Response, Status};
 use cache_proto::text::reply;
@@ -24,22 +26,27 @@ impl Session {
         let start = out.mark();
         let before = out.len();
         let watched = node.store.log.on(crate::watch::FETCHERS);
-        for &key in keys {
-            let mut len = 0;
-            let (hit, dead) = node.get_dead(&mut self.cnt, key, touch, |it| {
-                len = it.value.len();
-                reply::value_header(out.buf(), key, it.flags, len, cas.then_some(it.cas));
-                out.value(&it.value);
-                out.buf().extend_from_slice(b"\r\n");
-            });
-            if watched {
-                self.log_fetch(key, hit.then_some(len), dead);
+        for batch in keys.chunks(crate::prefetch::BATCH) {
+            if keys.len() > 1 {
+                node.store.prefetch(batch);
             }
-            if hit && out.len() - before > MAX_GET_REPLY {
-                // memcached's answer when it cannot hold a reply.
-                out.truncate(start);
-                Response::ServerError(b"out of memory writing get response".as_slice()).encode(out.buf());
-                return;
+            for &key in batch {
+                let mut len = 0;
+                let (hit, dead) = node.get_dead(&mut self.cnt, key, touch, |it| {
+                    len = it.value.len();
+                    reply::value_header(out.buf(), key, it.flags, len, cas.then_some(it.cas));
+                    out.value(&it.value);
+                    out.buf().extend_from_slice(b"\r\n");
+                });
+                if watched {
+                    self.log_fetch(key, hit.then_some(len), dead);
+                }
+                if hit && out.len() - before > MAX_GET_REPLY {
+                    // memcached's answer when it cannot hold a reply.
+                    out.truncate(start);
+                    Response::ServerError(b"out of memory writing get response".as_slice()).encode(out.buf());
+                    return;
+                }
             }
         }
         Status::End.encode(out.buf());

@@ -11,7 +11,8 @@
 //!                      │   text / meta / binary chosen by the first byte
 //!                      └──> exec_{text,meta,binary}.rs ──> Node (node.rs):
 //!                              memcached semantics over Store (store.rs):
-//!                              sharded byte-bounded LRU (lru crate; short keys inline, key.rs)
+//!                              sharded byte-bounded LRU (table.rs; short keys inline, key.rs);
+//!                              a multi-get warms its keys' lookups first (prefetch.rs)
 //!        replies ──> Out (out.rs): headers + values pinned by refcount ──> writev
 //!  --metrics ADDR ──> daemon::serve_metrics /metrics (metrics.rs), reading the same counters
 //!  --transport rdma / --rdma ADDR ──> rdma.rs: the same Session per RDMA message
@@ -26,8 +27,8 @@
 //! single-threaded tokio runtime, connections dealt to workers round-robin,
 //! one task per connection (bounded by `-c`; beyond it memcached's
 //! "ERROR Too many open connections").
-//! The store is split into `16 × threads` shards, each an `lru::LruCache`
-//! behind its own mutex, held only for the duration of one key's operation.
+//! The store is split into `16 × threads` shards, each an item table with
+//! its LRU list (`table.rs`) behind its own mutex, held only for the duration of one key's operation.
 //! One more thread, as in memcached, is the LRU maintainer (`maintainer.rs`):
 //! it keeps the tails ready for evictions, so that a store's own eviction
 //! work stays a few items.
@@ -68,6 +69,7 @@ pub mod maintainer;
 pub mod metrics;
 pub mod node;
 pub mod out;
+mod prefetch;
 pub mod rdma;
 pub mod server;
 pub mod session;
@@ -75,6 +77,7 @@ pub mod slabs;
 pub mod stats;
 mod stats_reply;
 pub mod store;
+mod table;
 pub mod watch;
 
 use std::future::Future;

@@ -102,25 +102,32 @@ impl Store {
             return Sweep::default();
         }
         let n = self.shards.len();
-        let Some(oldest) = (0..n).filter_map(|i| self.lock(i).lru.peek_lru().map(|(_, it)| it.tick)).min() else {
+        let tail_tick = |i| {
+            let g = self.lock(i);
+            g.lru.tail().map(|e| g.lru.item(e).tick)
+        };
+        let Some(oldest) = (0..n).filter_map(tail_tick).min() else {
             return Sweep::default();
         };
         let horizon = oldest.saturating_add(WINDOW);
         let now = self.clock.now();
         // The read items in the region, shard by shard (tails are ordered
         // by tick within a shard).
-        let mut found: Vec<(u64, usize, Key)> = Vec::new();
+        let mut found: Vec<(u64, usize, u32, Key)> = Vec::new();
         let mut examined = 0;
         for i in 0..n {
             let g = self.lock(i);
-            for (k, it) in g.lru.iter().rev() {
+            let mut at = g.lru.tail();
+            while let Some(e) = at {
+                let it = g.lru.item(e);
                 if it.tick >= horizon {
                     break;
                 }
                 examined += 1;
                 if read_lately(it, now) && live(self, now, it) {
-                    found.push((it.tick, i, k.clone()));
+                    found.push((it.tick, i, g.lru.hash(e), g.lru.key(e).clone()));
                 }
+                at = g.lru.newer(e);
             }
         }
         self.lru.swept.fetch_add(examined as u64, Ordering::Relaxed);
@@ -130,21 +137,22 @@ impl Store {
         // New ticks in the old order, newer than any store's so far.
         found.sort_unstable_by_key(|f| f.0);
         let base = self.hot.tick.fetch_add(found.len() as u64, Ordering::Relaxed);
-        let mut moves: Vec<(usize, u64, u64, Key)> =
-            found.into_iter().enumerate().map(|(rank, (old, i, k))| (i, old, base + rank as u64, k)).collect();
+        let mut moves: Vec<(usize, u64, u64, u32, Key)> =
+            found.into_iter().enumerate().map(|(rank, (old, i, h, k))| (i, old, base + rank as u64, h, k)).collect();
         // per shard, oldest first: the newest ends at the head
         moves.sort_unstable_by_key(|m| (m.0, m.2));
         let mut moved = 0;
         for run in moves.chunk_by(|a, b| a.0 == b.0) {
             let mut g = self.lock(run[0].0);
-            for (_, old, new, k) in run {
+            for (_, old, new, h, k) in run {
                 // a store may have bumped, rescued or replaced it meanwhile
-                let Some(it) = g.lru.peek_mut(&**k) else { continue };
+                let Some(e) = g.lru.find(*h, k) else { continue };
+                let it = g.lru.item_mut(e);
                 if it.tick != *old {
                     continue;
                 }
                 (it.active, it.bumped, it.tick) = (false, now, *new);
-                g.lru.promote(&**k);
+                g.lru.promote(e);
                 moved += 1;
             }
         }

@@ -1,7 +1,8 @@
 //! The item store: a byte-bounded LRU, sharded so that connections on
 //! different threads rarely contend.
 //!
-//! Each shard is an `lru::LruCache` behind its own mutex. Global atomics
+//! Each shard is an item table with its LRU list (`table.rs`) behind its
+//! own mutex. Global atomics
 //! count what `-m` bounds: each item is charged the size of the memcached
 //! slab chunk it would land in (`slabs.rs`), so the store holds about as
 //! many items as memcached with the same `-m`; `stats bytes` is the sum of
@@ -37,12 +38,11 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use lru::LruCache;
-
 use crate::clock::Clock;
-use crate::key::Key;
 use crate::maintainer::Counters;
+use crate::prefetch::Hint;
 use crate::slabs::{Classes, CHARGE_SHIFT};
+use crate::table::Table;
 
 /// Per-item bytes charged against `-m` besides key and value: exactly
 /// memcached's `ITEM_ntotal` (a 48-byte item header, the key's NUL, the
@@ -108,8 +108,9 @@ pub fn item_ntotal(key_len: usize, value_len: usize) -> usize {
     key_len + value_len + ITEM_OVERHEAD
 }
 
+#[derive(Default)]
 pub struct Shard {
-    pub(crate) lru: LruCache<Key, Item, FastHash>,
+    pub(crate) lru: Table,
 }
 
 /// One slab class's counts (`stats slabs`, `stats items`).
@@ -136,6 +137,10 @@ pub struct Slot<'s> {
     shard: &'s mut Shard,
     store: &'s Store,
     key: &'s [u8],
+    /// the key's hash in the shard's table
+    hash: u32,
+    /// the shard's index, for its prefetch hint
+    index: usize,
     pub now: u32,
     /// set when a lookup dropped a dead item (memcached's `get_expired`,
     /// `get_flushed` and `watch` statuses)
@@ -178,13 +183,9 @@ impl Slot<'_> {
 
     fn lookup(&mut self, bump: bool) -> Option<&mut Item> {
         // One hash lookup on a hit; the list is touched at most once per
-        // UPDATE_INTERVAL. (Returning the first lookup's borrow on one path
-        // and using the map on others is what the borrow checker cannot
-        // express yet, hence the pointer.)
-        let it: *mut Item = self.shard.lru.peek_mut(self.key)?;
-        // SAFETY: `it` points into the map's entry for `key`; it is used only
-        // before the map is changed (remove/promote below end its use).
-        let it = unsafe { &mut *it };
+        // UPDATE_INTERVAL.
+        let e = self.shard.lru.find(self.hash, self.key)?;
+        let it = self.shard.lru.item_mut(e);
         if !live(self.store, self.now, it) {
             let expired = it.exptime != 0 && it.exptime <= self.now;
             self.dead = Some(if expired { Dead::Expired } else { Dead::Flushed });
@@ -198,13 +199,17 @@ impl Slot<'_> {
                 // Reads only look at the tick (writes advance it): no shared
                 // cache line is written on a hit.
                 it.tick = self.store.hot.tick.load(Ordering::Relaxed);
-                self.shard.lru.promote(self.key);
-                return self.shard.lru.peek_mut(self.key);
+                self.shard.lru.promote(e);
+                return Some(self.shard.lru.item_mut(e));
             }
             it.active = true;
             it.atime = self.now;
         }
-        Some(it)
+        Some(self.shard.lru.item_mut(e))
+    }
+
+    fn find(&self) -> Option<u32> {
+        self.shard.lru.find(self.hash, self.key)
     }
 
     /// Inserts or replaces the item (most recently used). `false` (nothing
@@ -216,13 +221,14 @@ impl Slot<'_> {
         let add = ntotal(self.key.len(), &item);
         if self.store.no_evict {
             let charged = |n| self.store.classes.charge(n).1;
-            let old = self.shard.lru.peek(self.key).map_or(0, |o| charged(ntotal(self.key.len(), o)));
+            let old = self.find().map_or(0, |e| charged(ntotal(self.key.len(), self.shard.lru.item(e))));
             let add = charged(add);
             if self.store.hot.used.load(Ordering::Relaxed) + add - old.min(add) > self.store.limit_fixed() {
                 return false;
             }
         }
-        let old = self.shard.lru.put(self.key.into(), item);
+        let old = self.shard.lru.insert(self.hash, self.key, item);
+        self.store.hints[self.index].publish(&self.shard.lru);
         self.store.account(add, true);
         if let Some(o) = old {
             self.store.account(ntotal(self.key.len(), &o), false);
@@ -233,7 +239,8 @@ impl Slot<'_> {
 
     /// Changes the value of the current item in place (incr/decr), keeping accounting right.
     pub fn set_value(&mut self, value: Value) {
-        if let Some(it) = self.shard.lru.peek_mut(self.key) {
+        if let Some(e) = self.find() {
+            let it = self.shard.lru.item_mut(e);
             let (old, new) = (it.value.len(), value.len());
             it.value = value;
             self.store.account(item_ntotal(self.key.len(), new), true);
@@ -242,8 +249,9 @@ impl Slot<'_> {
     }
 
     pub fn remove(&mut self) -> bool {
-        match self.shard.lru.pop(self.key) {
-            Some(old) => {
+        match self.find() {
+            Some(e) => {
+                let (_, old) = self.shard.lru.remove(e);
                 self.store.account(ntotal(self.key.len(), &old), false);
                 true
             }
@@ -324,6 +332,8 @@ pub struct Hot {
 
 pub struct Store {
     pub(crate) shards: Box<[Mutex<Shard>]>,
+    /// per shard, where its table's slots are, read without its lock
+    pub(crate) hints: Box<[Hint]>,
     hasher: FastHash,
     limit: AtomicUsize,
     /// what stores write, on cache lines of its own: a get on one thread
@@ -351,9 +361,15 @@ impl Store {
     pub fn new(limit: usize, shards: usize) -> Store {
         let n = shards.max(1).next_power_of_two();
         let seed = std::collections::hash_map::RandomState::new().build_hasher().finish() | 1;
+        let shards: Box<[Mutex<Shard>]> = (0..n).map(|_| Mutex::new(Shard::default())).collect();
+        let hints: Box<[Hint]> = (0..n).map(|_| Hint::default()).collect();
+        for (h, s) in hints.iter().zip(&shards) {
+            h.publish(&s.lock().unwrap().lru);
+        }
         Store {
-            shards: (0..n).map(|_| Mutex::new(Shard { lru: LruCache::unbounded_with_hasher(FastHash(seed)) })).collect(),
-            hasher: FastHash(seed.rotate_left(17)),
+            shards,
+            hints,
+            hasher: FastHash(seed),
             limit: AtomicUsize::new(limit),
             hot: Hot::default(),
             per_class: (0..Classes::default().count()).map(|_| ClassCount::default()).collect(),
@@ -409,10 +425,13 @@ impl Store {
         id
     }
 
-    fn shard_of(&self, key: &[u8]) -> usize {
+    /// The key's (shard, hash in the shard's table): one hash, its high
+    /// half picks the shard, its low half the slot.
+    pub(crate) fn place(&self, key: &[u8]) -> (usize, u32) {
         let mut h = self.hasher.build_hasher();
         h.write(key);
-        (h.finish() >> 7) as usize & (self.shards.len() - 1)
+        let h = h.finish();
+        ((h >> 32) as usize & (self.shards.len() - 1), h as u32)
     }
 
     pub(crate) fn lock(&self, i: usize) -> MutexGuard<'_, Shard> {
@@ -423,18 +442,19 @@ impl Store {
     /// stores nothing (a get): no look at the byte counts stores write.
     pub fn read<R>(&self, key: &[u8], f: impl FnOnce(&mut Slot<'_>) -> R) -> R {
         let now = self.clock.now();
-        let mut g = self.lock(self.shard_of(key));
-        f(&mut Slot { shard: &mut g, store: self, key, now, dead: None })
+        let (index, hash) = self.place(key);
+        let mut g = self.lock(index);
+        f(&mut Slot { shard: &mut g, store: self, key, hash, index, now, dead: None })
     }
 
     /// Runs `f` with the key's slot under its shard lock, then evicts until
     /// the store is back under its byte limit.
     pub fn with<R>(&self, key: &[u8], f: impl FnOnce(&mut Slot<'_>) -> R) -> R {
-        let i = self.shard_of(key);
+        let (i, hash) = self.place(key);
         let now = self.clock.now();
         let mut g = self.lock(i);
         let r = {
-            let mut slot = Slot { shard: &mut g, store: self, key, now, dead: None };
+            let mut slot = Slot { shard: &mut g, store: self, key, hash, index: i, now, dead: None };
             f(&mut slot)
         };
         let limit = self.limit_fixed();
@@ -453,7 +473,7 @@ impl Store {
             let rescue = rescues < TAIL_RESCUES;
             // Not the item this call stored: once every other item in its
             // shard was rescued (fresh ticks), it would look oldest.
-            let own = g.lru.peek_lru().filter(|(k, _)| ***k != *key).map(|(_, it)| it.tick);
+            let own = g.lru.tail().filter(|&e| **g.lru.key(e) != *key).map(|e| g.lru.item(e).tick);
             let mut best: Option<(u64, MutexGuard<'_, Shard>)> = None;
             for _ in 0..EVICTION_SAMPLE.min(n - 1) {
                 let j = self.cursor.fetch_add(1, Ordering::Relaxed) % n;
@@ -461,7 +481,7 @@ impl Store {
                     continue;
                 }
                 let Ok(og) = self.shards[j].try_lock() else { continue };
-                let Some(t) = og.lru.peek_lru().map(|(_, it)| it.tick) else { continue };
+                let Some(t) = og.lru.tail().map(|e| og.lru.item(e).tick) else { continue };
                 if best.as_ref().is_none_or(|(bt, _)| t < *bt) {
                     best = Some((t, og));
                 }
@@ -508,23 +528,22 @@ impl Store {
     /// tail item a store looked at (memcached's `direct_reclaims`).
     fn evict_one(&self, g: &mut Shard, rescue: bool) -> Tail {
         let now = self.clock.now();
-        let Some((k, it)) = g.lru.peek_lru() else { return Tail::Empty };
+        let Some(e) = g.lru.tail() else { return Tail::Empty };
         self.lru.direct_reclaims.fetch_add(1, Ordering::Relaxed);
+        let it = g.lru.item(e);
         let read = read_lately(it, now) && live(self, now, it);
         if read && rescue {
             // back to the head, inactive, with a fresh tick (it no longer
             // looks oldest across shards)
-            let k = k.clone();
             let tick = self.hot.tick.fetch_add(1, Ordering::Relaxed);
-            if let Some(it) = g.lru.peek_mut(&*k) {
-                (it.active, it.bumped, it.tick) = (false, now, tick);
-            }
-            g.lru.promote(&*k);
+            let it = g.lru.item_mut(e);
+            (it.active, it.bumped, it.tick) = (false, now, tick);
+            g.lru.promote(e);
             self.lru.moves_within_lru.fetch_add(1, Ordering::Relaxed);
             self.wake_maintainer();
             return Tail::Rescued;
         }
-        let Some((k, it)) = g.lru.pop_lru() else { return Tail::Empty };
+        let (k, it) = g.lru.remove(e);
         let id = self.account(ntotal(k.len(), &it), false);
         if it.exptime == 0 || it.exptime > now {
             let before = self.hot.evictions.fetch_add(1, Ordering::Relaxed);

@@ -1,0 +1,136 @@
+//! A multi-get's lookups, warmed before they run: every key's cache misses
+//! of a batch are started together instead of one after another.
+//!
+//! A hit reads three places no earlier key brought into the cache: the
+//! key's slot in its shard's table, the entry it points to (`table.rs`),
+//! and the value's first cache line, where pinning it writes the refcount
+//! (`out.rs`). Each address is known only once the one before has arrived,
+//! and each shard lock is a full barrier, so looked up key by key a 64-key
+//! `get` waited for ~190 misses in a row (the `lru` crate's lookup alone was
+//! ~30 % of the server's CPU, docs/benchmarks.md, issue 14). Here a batch
+//! of keys goes through three cheap passes first, each issuing the next
+//! level's prefetches for all keys, so each pass waits about one miss for
+//! the whole batch instead of one per key:
+//!
+//! 1. hash each key, prefetch its first slot — without the shard lock,
+//!    through the shard's [`Hint`] (a stale hint after the table grew is a
+//!    wasted prefetch; prefetching never faults);
+//! 2. under the shard lock, read the slot(s) and prefetch the entry whose
+//!    tag matches (without comparing keys: that would wait for the entry);
+//! 3. under the lock, find the entry and prefetch its value's first line.
+//!
+//! Then the ordinary lookups run (`exec_get.rs`) and find it all cached.
+//! The passes only read and prefetch: they change nothing, so what the
+//! lookups see is what they would have seen without them. memcached gets
+//! part of this from its item layout (key and value inline, two misses);
+//! the passes get the rest by overlapping.
+
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+use crate::store::Store;
+use crate::table::Table;
+
+/// Keys warmed together: their lines (4 each) stay well within L1.
+pub const BATCH: usize = 16;
+
+/// Where a shard's table keeps its slots, readable without the shard's
+/// lock. Written under the lock when the table grows ([`Hint::publish`]).
+#[derive(Default)]
+pub struct Hint {
+    slots: AtomicPtr<u64>,
+    mask: AtomicUsize,
+}
+
+impl Hint {
+    /// Records where `t`'s slots are now (after an insert that may have grown it).
+    pub fn publish(&self, t: &Table) {
+        let (p, mask) = t.slots_at();
+        if self.slots.load(Ordering::Relaxed).cast_const() != p {
+            self.mask.store(mask, Ordering::Relaxed);
+            self.slots.store(p.cast_mut(), Ordering::Relaxed);
+        }
+    }
+}
+
+/// Starts loading the cache line at `p` into all cache levels. Any
+/// address is fine: a prefetch does not fault and changes nothing.
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `prefetcht0` reads nothing architecturally; SSE is baseline on x86_64.
+    #[allow(unused_unsafe)]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+impl Store {
+    /// Warms what the lookups of `keys` (at most [`BATCH`]) will read; see
+    /// the module doc. Changes nothing.
+    pub fn prefetch(&self, keys: &[&[u8]]) {
+        let mut at = [(0usize, 0u32); BATCH];
+        let at = &mut at[..keys.len().min(BATCH)];
+        for (a, k) in at.iter_mut().zip(keys) {
+            *a = self.place(k);
+            let h = &self.hints[a.0];
+            let (p, mask) = (h.slots.load(Ordering::Relaxed), h.mask.load(Ordering::Relaxed));
+            prefetch(p.wrapping_add(a.1 as usize & mask).cast_const().cast());
+        }
+        for &(i, hash) in &*at {
+            let g = self.lock(i);
+            if let Some(p) = g.lru.tagged_entry(hash) {
+                prefetch(p);
+                prefetch(p.wrapping_add(64));
+            }
+        }
+        for (&(i, hash), k) in at.iter().zip(keys) {
+            let g = self.lock(i);
+            if let Some(e) = g.lru.find(hash, k) {
+                let v = std::sync::Arc::as_ptr(&g.lru.item(e).value).cast::<u8>();
+                // the refcount, 16 bytes before the bytes, and the bytes' first line
+                prefetch(v.wrapping_sub(16));
+                prefetch(v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::{Item, Store};
+
+    #[test]
+    fn prefetch_changes_nothing_and_hints_follow_growth() {
+        let s = Store::new(64 << 20, 4);
+        let keys: Vec<Vec<u8>> = (0..2000).map(|i| format!("key{i}").into_bytes()).collect();
+        for k in &keys {
+            s.with(k, |slot| assert!(slot.put(Item::new(vec![b'v'; 600].into(), 0, 0, slot.now, 1))));
+        }
+        for (i, h) in s.hints.iter().enumerate() {
+            let g = s.lock(i);
+            assert_eq!(h.slots.load(super::Ordering::Relaxed).cast_const(), g.lru.slots_at().0);
+            assert_eq!(h.mask.load(super::Ordering::Relaxed), g.lru.slots_at().1);
+        }
+        let order = |s: &Store| -> Vec<Vec<(Vec<u8>, u64)>> {
+            (0..s.shards.len())
+                .map(|i| {
+                    let g = s.lock(i);
+                    let mut v = Vec::new();
+                    let mut at = g.lru.tail();
+                    while let Some(e) = at {
+                        v.push((g.lru.key(e).to_vec(), g.lru.item(e).tick));
+                        at = g.lru.newer(e);
+                    }
+                    v
+                })
+                .collect()
+        };
+        let before = order(&s);
+        let batch: Vec<&[u8]> = keys.iter().take(10).map(|k| &k[..]).chain([&b"missing"[..]]).collect();
+        s.prefetch(&batch);
+        assert_eq!(order(&s), before);
+        assert!(keys.iter().take(10).all(|k| s.read(k, |slot| slot.peek().is_some_and(|it| !it.active))));
+    }
+}
