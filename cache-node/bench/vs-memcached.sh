@@ -9,6 +9,9 @@
 #   MGET=0 skips them; MIXED=0 skips the single-key cells of the baseline script.
 # NODE=path runs that cache-node binary (e.g. a build of the code before a change)
 #   instead of building this tree's.
+# BEFORE=path adds that cache-node binary (the code before a change) to the
+#   multi-get cells as a third server ("before"), in the same alternation: the
+#   order of the servers rotates by one each pass (PASSES=3 puts each first once).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PASSES="${PASSES:-2}"; export DURATION="${DURATION:-8}" RUNS=1 SKIP_CAPABLE=1
@@ -78,13 +81,21 @@ for pass in $(seq 1 "$PASSES"); do
     # shellcheck disable=SC2086
     /usr/bin/memcached -u "$user" -l 127.0.0.1 -p 21212 $FLAGS & mpid=$!
     wait_up 127.0.0.1:21212; wait_up "127.0.0.1:$PORT"
-    # the order alternates between passes too
-    if [ $((pass % 2)) = 1 ]; then
-      mget_cells memcached "$mpid" 127.0.0.1:21212; mget_cells imca "$pid" "127.0.0.1:$PORT"
-    else
-      mget_cells imca "$pid" "127.0.0.1:$PORT"; mget_cells memcached "$mpid" 127.0.0.1:21212
+    servers=("memcached $mpid 127.0.0.1:21212" "imca $pid 127.0.0.1:$PORT")
+    if [ -n "${BEFORE:-}" ]; then
+      # shellcheck disable=SC2086
+      "$BEFORE" -l 127.0.0.1 -p $((PORT + 1)) $FLAGS & bpid=$!
+      wait_up "127.0.0.1:$((PORT + 1))"
+      servers+=("before $bpid 127.0.0.1:$((PORT + 1))")
     fi
+    # the order changes between passes too (two servers: alternates)
+    n=${#servers[@]}
+    for i in $(seq 0 $((n - 1))); do
+      # shellcheck disable=SC2086
+      mget_cells ${servers[$(((i + pass - 1) % n))]}
+    done
     kill "$mpid"; wait "$mpid" 2>/dev/null || true
+    if [ -n "${BEFORE:-}" ]; then kill "$bpid"; wait "$bpid" 2>/dev/null || true; fi
   fi
   kill "$pid"; wait "$pid" 2>/dev/null || true
 done
