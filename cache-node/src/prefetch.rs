@@ -69,7 +69,7 @@ fn prefetch(p: *const u8) {
 impl Store {
     /// Warms what the lookups of `keys` (at most [`BATCH`]) will read; see
     /// the module doc. Changes nothing.
-    pub fn prefetch(&self, keys: &[&[u8]]) {
+    pub(crate) fn prefetch(&self, keys: &[&[u8]]) {
         let mut at = [(0usize, 0u32); BATCH];
         let at = &mut at[..keys.len().min(BATCH)];
         for (a, k) in at.iter_mut().zip(keys) {
