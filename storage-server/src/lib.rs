@@ -72,6 +72,12 @@ pub struct Args {
     /// Threads for blocking file-system calls.
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub io_threads: usize,
+    /// Runtime threads, which read requests, run what needs no blocking
+    /// call and write replies (default: half the CPUs, 1..=8; blocking
+    /// calls have `--io-threads` of their own). More of them wake each
+    /// other for every request more often than they help (docs/benchmarks.md).
+    #[arg(long, value_name = "N", env = "IMCA_STORAGE_WORKERS", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub workers: Option<u16>,
     /// tcp, rdma (also listen for RDMA on the same ip:port, and reach the
     /// cache nodes over RDMA; needs the `rdma` build feature and a device)
     /// or auto (rdma when possible, logged).
@@ -132,6 +138,7 @@ impl Args {
             fd_cache: posix::DEFAULT_FD_CACHE,
             max_connections: 1024,
             io_threads: 64,
+            workers: None,
             transport: Default::default(),
             cache_deadline_ms: smcache::DEFAULT_DEADLINE.as_millis() as u64,
             kernel_lease: 1.0,
@@ -313,8 +320,10 @@ pub async fn run(args: Args, shutdown: impl std::future::Future<Output = ()>) ->
 
 /// Entry point of `imca storage`.
 pub fn main(args: Args) -> anyhow::Result<()> {
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .worker_threads(args.workers.map_or((cpus / 2).clamp(1, 8), usize::from))
         .max_blocking_threads(args.io_threads.max(1))
         .build()?;
     rt.block_on(run(args, daemon::signals()))
