@@ -175,9 +175,13 @@ end-volume
 EOF
 }
 
-# gluster_client_vol ADDR=BRICK_DIR...: the FUSE client's graph over every brick, on stdout
+# gluster_client_vol PERF ADDR=BRICK_DIR...: the FUSE client's graph over every brick, on stdout.
+# PERF "default": Debian's defaults; "off": without md-cache and quick-read (what
+# `gluster volume set gv performance.stat-prefetch off; … performance.quick-read off` leaves),
+# so every stat and read reaches a brick, as in IMCa without the bank.
 gluster_client_vol() {
-    local v=$GLUSTER_VOL i=0 subs="" a
+    local v=$GLUSTER_VOL i=0 subs="" a perf=$1
+    shift
     for a in "$@"; do
         cat <<EOF
 volume $v-client-$i
@@ -226,6 +230,10 @@ volume $v-open-behind
     subvolumes $v-write-behind
 end-volume
 
+EOF
+    local below=$v-open-behind
+    if [ "$perf" = default ]; then
+        cat <<EOF
 volume $v-quick-read
     type performance/quick-read
     subvolumes $v-open-behind
@@ -236,9 +244,13 @@ volume $v-md-cache
     subvolumes $v-quick-read
 end-volume
 
+EOF
+        below=$v-md-cache
+    fi
+    cat <<EOF
 volume $v-io-threads
     type performance/io-threads
-    subvolumes $v-md-cache
+    subvolumes $below
 end-volume
 
 volume $v
