@@ -112,10 +112,13 @@ impl DirectOut {
         Ok(())
     }
 
+    /// The connection broke: calls waiting for room fail, and so does the
+    /// flusher (whose owner then fails every call awaiting a reply).
     fn break_with(&self, out: &mut Out, e: &io::Error) {
         out.broken.get_or_insert_with(|| e.to_string());
         out.waiting = BytesMut::new();
         self.room.notify_waiters();
+        self.more.notify_one();
     }
 
     /// Write what the calls left waiting whenever the socket has room;
@@ -124,6 +127,9 @@ impl DirectOut {
         loop {
             self.more.notified().await;
             loop {
+                if let Some(why) = &self.lock().broken {
+                    return io::Error::new(io::ErrorKind::BrokenPipe, why.clone());
+                }
                 if let Err(e) = self.wr.writable().await {
                     self.break_with(&mut self.lock(), &e);
                     return e;
