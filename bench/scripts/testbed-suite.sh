@@ -22,7 +22,11 @@
 #        SUITE_ARGS (default "--quick"; e.g. "--files 16384 --records 512"),
 #        ONLY (e.g. "b1,b2"), BLOCK (the bank's block size for the run, e.g. 2048; set
 #        through the admin API before the first target), TESTBED_ARGS (more bench/testbed options, e.g. "--delay 100us"),
-#        GLUSTER ("on", the default: the glusterfs target; "off": IMCa only)
+#        GLUSTER ("on", the default: the glusterfs target; "off": IMCa only),
+#        GATEWAYS (1, the default; N: `bench/testbed --gateways N`, N gateways in namespaces of
+#        their own, each with its own mount, and every target spans all N mounts, so client k
+#        of B1/B3/B4/B5 works through gateway k mod N; cache nodes are removed from, and BLOCK
+#        set on, every gateway; GlusterFS gets one client mount per gateway namespace alike)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$(realpath "${1:-$ROOT/target/release/imca}")
@@ -34,6 +38,8 @@ KERNEL_CACHE=${KERNEL_CACHE:-off}
 BLOCK=${BLOCK:-}
 TESTBED_ARGS=${TESTBED_ARGS:-}
 GLUSTER=${GLUSTER:-on}
+GATEWAYS=${GATEWAYS:-1}
+[[ $GATEWAYS =~ ^[1-9][0-9]*$ ]] || { echo "GATEWAYS=N (1 or more)" >&2; exit 2; }
 case $GLUSTER in on) TESTBED_ARGS="$TESTBED_ARGS --gluster" ;; off) ;; *) echo "GLUSTER=on|off" >&2; exit 2 ;; esac
 DIR=/var/tmp/imca-testbed
 NET=10.213.77
@@ -51,31 +57,36 @@ trap 'exit 143' TERM
 mkdir -p "$OUT"
 for kc in $KERNEL_CACHE; do
 for speed in $SPEEDS; do
-    name=${speed%%=*}-kc$kc${BLOCK:+-b$BLOCK} bound=${speed#*=}
+    name=${speed%%=*}-kc$kc${BLOCK:+-b$BLOCK}$([ "$GATEWAYS" = 1 ] || echo "-gw$GATEWAYS") bound=${speed#*=}
     iops=${bound%%:*} bps=${bound#*:}
     echo "== $name: disks $iops read IOPS, $bps/s per server; kernel cache $kc"
     rm -f "$DIR/testbed.json"
     # shellcheck disable=SC2086
     "$ROOT/bench/testbed" --imca "$BIN" --dir "$DIR" --storage 2 --cache 4 --iops "$iops" --bps "$bps" \
-        --image-mb 1024 --cache-mb 256 --kernel-cache "$kc" $TESTBED_ARGS >"$OUT/$name.testbed.out" 2>&1 &
+        --image-mb 1024 --cache-mb 256 --kernel-cache "$kc" --gateways "$GATEWAYS" $TESTBED_ARGS >"$OUT/$name.testbed.out" 2>&1 &
     BED=$!
     until [ -f "$DIR/testbed.json" ]; do
         kill -0 "$BED" 2>/dev/null || { cat "$OUT/$name.testbed.out" >&2; exit 1; }
         sleep 0.2
     done
     cat "$OUT/$name.testbed.out"
-    MNT=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["mount"])' "$DIR/testbed.json")
+    # every gateway's mount, as one target's DIR1:DIR2:… (one mount: just MNT)
+    MNT=$(python3 -c 'import json,sys; print(":".join(json.load(open(sys.argv[1]))["mounts"]))' "$DIR/testbed.json")
     GLUSTER_TARGET=()
     if [ "$GLUSTER" = on ]; then
-        GMNT=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["gluster"]["mount"])' "$DIR/testbed.json")
+        GMNT=$(python3 -c 'import json,sys; print(":".join(json.load(open(sys.argv[1]))["gluster"]["mounts"]))' "$DIR/testbed.json")
         GLUSTER_TARGET=(--target "glusterfs=$GMNT,block_size=none,placement=dht,transport=tcp (glusterfs)")
     fi
     ADMIN=http://127.0.0.1:9470
     CTL="$BIN ctl --admin $ADMIN --token-file $DIR/admin.token"
-    rm_nodes() { local cmd="" n; for n in "$@"; do cmd+="${cmd:+ && }$CTL cache-nodes rm $NET.$n:11211 >/dev/null"; done; echo "$cmd"; }
+    # each gateway has its own cache-node list and block size: a change goes to all of them (the
+    # suite runs in imcatb-g; gateway k's admin API is on imcatb-gK's loopback)
+    on_gws() { local cmd="" k; for k in $(seq 0 $((GATEWAYS - 1))); do
+        cmd+="${cmd:+ && }$([ "$k" = 0 ] || echo "nsenter --net=/run/netns/imcatb-g$k ")$CTL $* >/dev/null"; done; echo "$cmd"; }
+    rm_nodes() { local cmd="" n; for n in "$@"; do cmd+="${cmd:+ && }$(on_gws cache-nodes rm "$NET.$n:11211")"; done; echo "$cmd"; }
     # shellcheck disable=SC2086
     nsenter --net=/run/netns/imcatb-g "$BIN" bench suite --cold $SUITE_ARGS ${ONLY:+--only $ONLY} --baseline n0 --out "$OUT/$name" \
-        --target "n4=$MNT,admin=$ADMIN${BLOCK:+,before=$CTL block-size $BLOCK >/dev/null}" \
+        --target "n4=$MNT,admin=$ADMIN${BLOCK:+,before=$(on_gws block-size "$BLOCK")}" \
         --target "n2=$MNT,admin=$ADMIN,before=$(rm_nodes 63 62)" \
         --target "n1=$MNT,admin=$ADMIN,before=$(rm_nodes 61)" \
         --target "n0=$MNT,admin=$ADMIN,before=$(rm_nodes 60)" "${GLUSTER_TARGET[@]}" 2>&1 | tee "$OUT/$name.suite.log"

@@ -102,7 +102,7 @@ pub fn run(a: &Args, system: &System) -> anyhow::Result<Outcome> {
     let progress = Progress::new("B1 stat", c.quiet);
     for (step, &k) in clients.iter().enumerate() {
         progress.step(step + 1, clients.len(), &format!("{k} clients"));
-        let mut pool = Pool::spawn(&Job::Stat { names: dir.clone(), files: n, passes }, k)?;
+        let mut pool = Pool::spawn(&Job::Stat { names: dir.clone(), files: n, passes }, k, &c.mounts())?;
         pool.leader().barrier_then(|| maybe_drop(c.cold))?;
         let spans: Vec<Span> = pool.leader().gather()?;
         pool.finish()?;

@@ -51,6 +51,8 @@ pub fn spec() -> crate::figure::Spec {
 /// The latency phases B3 and B5 run.
 pub struct Phases<'a> {
     pub dir: &'a Path,
+    /// the mounts `dir` is under (clients spread over them)
+    pub mounts: &'a crate::mounts::Mounts,
     /// B5: one file, written by client 0 only
     pub shared: bool,
     pub sizes: &'a [usize],
@@ -62,10 +64,10 @@ pub struct Phases<'a> {
 /// Run the latency phases with `k` clients; per size, every client's
 /// operations. The files are removed once all clients read them.
 pub fn rounds(p: &Phases, k: usize, progress: &Progress) -> anyhow::Result<Vec<Vec<Ops>>> {
-    let Phases { dir, shared, sizes, records, direct, cold } = *p;
+    let Phases { dir, mounts, shared, sizes, records, direct, cold } = *p;
     let tag = format!("k{k}");
     let job = Job::Latency { dir: dir.to_path_buf(), tag: tag.clone(), sizes: sizes.to_vec(), records, direct, shared };
-    let mut pool = Pool::spawn(&job, k)?;
+    let mut pool = Pool::spawn(&job, k, mounts)?;
     let mut out = Vec::new();
     for (step, &r) in sizes.iter().enumerate() {
         progress.step(step + 1, sizes.len(), &format!("{k} clients, record {r} B"));
@@ -91,8 +93,9 @@ pub fn run(a: &Args, system: &System) -> anyhow::Result<Outcome> {
     let mut o = crate::outcome("B3", "multi-client latency", c, system, run);
     o.columns = std::iter::once("clients").chain(crate::b2::LATENCY_COLUMNS).map(String::from).collect();
     let progress = Progress::new("B3", c.quiet);
+    let mounts = c.mounts();
     for &k in &clients {
-        let phases = Phases { dir: &dir, shared: false, sizes: &sizes, records: n, direct: a.sweep.direct, cold: c.cold };
+        let phases = Phases { dir: &dir, mounts: &mounts, shared: false, sizes: &sizes, records: n, direct: a.sweep.direct, cold: c.cold };
         let per_size = rounds(&phases, k, &progress)?;
         for (&r, ops) in sizes.iter().zip(&per_size) {
             let w: Vec<&[u64]> = ops.iter().map(|o| o.write_ns.as_slice()).collect();

@@ -102,7 +102,7 @@ pub fn run(a: &Args, system: &System) -> anyhow::Result<Outcome> {
     for (step, &t) in threads.iter().enumerate() {
         progress.step(step + 1, threads.len(), &format!("{t} readers"));
         let job = Job::Read { file: file.clone(), size, clients: t, record, direct: a.direct };
-        let mut pool = Pool::spawn(&job, t)?;
+        let mut pool = Pool::spawn(&job, t, &c.mounts())?;
         pool.leader().barrier_then(|| maybe_drop(c.cold))?;
         let spans: Vec<Span> = pool.leader().gather()?;
         pool.finish()?;

@@ -57,7 +57,7 @@ pub fn run(a: &Args, system: &System) -> anyhow::Result<Outcome> {
         .map(String::from)
         .to_vec();
     let progress = Progress::new("B5", c.quiet);
-    let phases = Phases { dir: &dir, shared: true, sizes: &sizes, records: n, direct: a.sweep.direct, cold: c.cold };
+    let phases = Phases { dir: &dir, mounts: &c.mounts(), shared: true, sizes: &sizes, records: n, direct: a.sweep.direct, cold: c.cold };
     for &k in &clients {
         for (&r, ops) in sizes.iter().zip(rounds(&phases, k, &progress)?) {
             let rd: Vec<&[u64]> = ops.iter().map(|o| o.read_ns.as_slice()).collect();

@@ -21,6 +21,19 @@ pub enum Job {
     Read { file: PathBuf, size: u64, clients: usize, record: usize, direct: bool },
 }
 
+impl Job {
+    /// The job as client `k` runs it: its paths on that client's mount.
+    pub fn rebased(&self, m: &crate::mounts::Mounts, k: usize) -> Job {
+        let mut j = self.clone();
+        match &mut j {
+            Job::Stat { names, .. } => *names = m.rebase(names, k),
+            Job::Latency { dir, .. } => *dir = m.rebase(dir, k),
+            Job::Read { file, .. } => *file = m.rebase(file, k),
+        }
+        j
+    }
+}
+
 /// A client's timed span, on the machine-wide monotonic clock.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Span {
@@ -116,6 +129,20 @@ pub fn slice(size: u64, k: usize, i: usize) -> (u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_client_gets_its_paths_on_its_own_mount() {
+        let m = crate::mounts::Mounts::new(std::path::Path::new("/g0"), &["/g1".into()]);
+        let job = Job::Stat { names: "/g0/imca-bench-b1".into(), files: 3, passes: 1 };
+        let Job::Stat { names, .. } = job.rebased(&m, 1) else { unreachable!() };
+        assert_eq!(names, std::path::Path::new("/g1/imca-bench-b1"));
+        let job = Job::Read { file: "/g0/imca-bench-b4/big".into(), size: 1, clients: 2, record: 1, direct: false };
+        let Job::Read { file, .. } = job.rebased(&m, 2) else { unreachable!() };
+        assert_eq!(file, std::path::Path::new("/g0/imca-bench-b4/big"));
+        let job = Job::Latency { dir: "/g0/b5".into(), tag: "k2".into(), sizes: vec![1], records: 1, direct: false, shared: true };
+        let Job::Latency { dir, .. } = job.rebased(&m, 1) else { unreachable!() };
+        assert_eq!(latency_file(&dir, "k2", true, 1, 1), std::path::Path::new("/g1/b5/k2-shared-r1"));
+    }
 
     #[test]
     fn slices_tile_the_file() {

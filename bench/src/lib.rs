@@ -15,7 +15,10 @@
 //! as a hidden `imca bench client`, see [`pool`]), released together by a
 //! cross-process [`barrier`] before every phase and every record size.
 //! `--cold` drops the kernel's caches while every client is parked at the
-//! barrier before a timed phase (root only).
+//! barrier before a timed phase (root only). One volume seen through several
+//! mounts (several gateways: `--other-dirs`, or a suite target
+//! `NAME=DIR1:DIR2`) spreads the clients over them, client k on mount k mod N
+//! (the `mounts` module), as the dissertation's clients were on separate nodes.
 //!
 //! Every result states the configuration it ran under ([`config`]: target,
 //! file system, block size, nodes, placement, transport; run parameters),
@@ -36,6 +39,7 @@ pub mod figure;
 pub mod outcome;
 mod pool;
 mod progress;
+mod mounts;
 mod records;
 pub mod stats;
 mod suite;
@@ -51,6 +55,12 @@ pub struct Common {
     /// Directory to run in (a mount or any directory); a subdirectory is used.
     #[arg(long, value_name = "DIR")]
     pub dir: PathBuf,
+    /// The same directory through other mounts of the same volume (other
+    /// gateways), comma-separated: client k works through the (k mod N)th
+    /// of --dir and these, at the same relative paths; files a benchmark
+    /// prepares are made through --dir.
+    #[arg(long, value_delimiter = ',', value_name = "DIR,…")]
+    pub other_dirs: Vec<PathBuf>,
     /// Client processes, as a comma-separated sweep (e.g. 1,2,4,8); each
     /// count is a separate timed run. Default: the benchmark's own.
     #[arg(long, visible_alias = "threads", value_delimiter = ',', value_name = "K,…")]
@@ -78,6 +88,11 @@ pub struct Common {
 }
 
 impl Common {
+    /// --dir and --other-dirs: where each client works.
+    pub fn mounts(&self) -> mounts::Mounts {
+        mounts::Mounts::new(&self.dir, &self.other_dirs)
+    }
+
     /// The client counts to sweep: as given, else `full` (or `quick` with --quick).
     pub fn clients_or(&self, full: &[usize], quick: &[usize]) -> Vec<usize> {
         let v = if !self.clients.is_empty() {
@@ -171,9 +186,20 @@ struct Standalone {
 
 /// Entry point used by the `imca` binary.
 pub fn main(args: Args) -> anyhow::Result<()> {
+    let common = match &args.which {
+        Which::Client(a) => return client::main(a),
+        Which::Suite(a) => return suite::run(a),
+        Which::Stat(a) => &a.common,
+        Which::Latency(a) => &a.common,
+        Which::B3(a) => &a.common,
+        Which::B4(a) => &a.common,
+        Which::B5(a) => &a.common,
+    };
+    if !common.other_dirs.is_empty() {
+        common.mounts().check()?; // (a lone --dir is made if missing, as before)
+    }
     let (o, c, spec) = match args.which {
-        Which::Client(a) => return client::main(&a),
-        Which::Suite(a) => return suite::run(&a),
+        Which::Client(_) | Which::Suite(_) => unreachable!("returned above"),
         Which::Stat(a) => (b1::run(&a, &a.common.system.describe(&a.common.dir)?)?, a.common, b1::spec()),
         Which::Latency(a) => (b2::run(&a, &a.common.system.describe(&a.common.dir)?)?, a.common, b2::spec()),
         Which::B3(a) => (b3::run(&a, &a.common.system.describe(&a.common.dir)?)?, a.common, b3::spec()),
@@ -210,6 +236,11 @@ fn outcome(bench: &str, name: &str, c: &Common, system: &config::System, run: se
     if let Some(m) = run.as_object_mut() {
         m.insert("cold".into(), c.cold.into());
         m.insert("quick".into(), c.quick.into());
+        if !c.other_dirs.is_empty() {
+            // clients spread over several mounts (gateways): say so
+            m.insert("mounts".into(), c.mounts().len().into());
+            m.insert("other_dirs".into(), serde_json::json!(c.other_dirs));
+        }
     }
     Outcome {
         bench: bench.into(),

@@ -11,6 +11,7 @@
 
 use crate::barrier::Leader;
 use crate::client::Job;
+use crate::mounts::Mounts;
 use anyhow::Context;
 use std::io::BufReader;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -30,13 +31,14 @@ pub struct Pool {
 }
 
 impl Pool {
-    /// Start `k` clients running `job`. They wait at their first barrier.
-    pub fn spawn(job: &Job, k: usize) -> anyhow::Result<Pool> {
+    /// Start `k` clients running `job`, client i through mount i mod N of
+    /// `mounts` (see [`Mounts`]). They wait at their first barrier.
+    pub fn spawn(job: &Job, k: usize, mounts: &Mounts) -> anyhow::Result<Pool> {
         let exe = client_exe()?;
-        let json = serde_json::to_string(job)?;
         let mut pool = Pool { children: Vec::with_capacity(k), leader: None };
         let mut streams = Vec::with_capacity(k);
         for i in 0..k {
+            let json = serde_json::to_string(&job.rebased(mounts, i))?;
             let mut child = Command::new(&exe)
                 .args(["bench", "client", "--index", &i.to_string(), "--job", &json])
                 .stdin(Stdio::piped())

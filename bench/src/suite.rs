@@ -23,7 +23,11 @@ A target is NAME=DIR, optionally followed by ,cluster=FILE (the cluster.json
 `imca up` wrote) or ,admin=URL (a gateway's admin API) to read block size,
 nodes, placement and transport from IMCa, and ,block_size=…, ,nodes=…,
 ,placement=…, ,transport=… to state them for other mounts (GlusterFS, a
-local directory). ,before=CMD runs CMD (sh -c; no commas) just before the
+local directory). NAME=DIR1:DIR2[:…] is one volume through several mounts
+(several gateways, e.g. `bench/testbed --gateways 2`): client k of B1, B3,
+B4 and B5 works through mount k mod N, at the same relative paths, and the
+files a benchmark prepares are made through DIR1 (B2, one client, uses
+DIR1). ,before=CMD runs CMD (sh -c; no commas) just before the
 target, so one mount can be several targets: e.g. `imca ctl cache-nodes rm
 ADDR` between `n4=/mnt,admin=URL` and `n2=/mnt,admin=URL,before=…`. The first target is the baseline every ratio is taken
 against (--baseline NAME to choose another): typically IMCa with no cache
@@ -40,8 +44,8 @@ the targets up first (e.g. `imca up --cache-nodes 0|1|2|4`).";
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
-    /// NAME=DIR[,cluster=FILE|,admin=URL][,block_size=…][,nodes=…][,placement=…][,transport=…][,before=CMD]
-    #[arg(long = "target", required = true, value_name = "NAME=DIR[,…]")]
+    /// NAME=DIR[:DIR…][,cluster=FILE|,admin=URL][,block_size=…][,nodes=…][,placement=…][,transport=…][,before=CMD]
+    #[arg(long = "target", required = true, value_name = "NAME=DIR[:DIR…][,…]")]
     pub targets: Vec<String>,
     /// Where the report, figures and data go.
     #[arg(long, value_name = "DIR")]
@@ -83,6 +87,8 @@ pub struct Args {
 pub struct Target {
     pub name: String,
     pub dir: PathBuf,
+    /// The same volume through more mounts (`NAME=DIR:DIR2:…`), clients spread over all.
+    pub other_dirs: Vec<PathBuf>,
     pub system: SystemArgs,
     /// A shell command run just before this target's benchmarks (e.g. `imca
     /// ctl cache-nodes rm …`), so one mount can be several targets: the
@@ -96,9 +102,11 @@ pub fn parse_target(s: &str) -> anyhow::Result<Target> {
         bail!("target name {name:?}: use letters, digits, '.', '_', '-' (it names a directory of the report)");
     }
     let mut parts = rest.split(',');
-    let dir = PathBuf::from(parts.next().unwrap_or_default());
-    if dir.as_os_str().is_empty() {
-        bail!("target {name}: no directory");
+    let mut dirs = parts.next().unwrap_or_default().split(':').map(PathBuf::from);
+    let dir = dirs.next().unwrap_or_default();
+    let other_dirs: Vec<PathBuf> = dirs.collect();
+    if dir.as_os_str().is_empty() || other_dirs.iter().any(|d| d.as_os_str().is_empty()) {
+        bail!("target {name}: no directory (NAME=DIR or NAME=DIR1:DIR2:…)");
     }
     let mut system = SystemArgs::default();
     let mut before = None;
@@ -115,7 +123,7 @@ pub fn parse_target(s: &str) -> anyhow::Result<Target> {
             _ => bail!("target {name}: unknown key {k:?} (cluster, admin, block_size, nodes, placement, transport, before)"),
         }
     }
-    Ok(Target { name: name.into(), dir, system, before })
+    Ok(Target { name: name.into(), dir, other_dirs, system, before })
 }
 
 const BENCHES: [&str; 5] = ["b1", "b2", "b3", "b4", "b5"];
@@ -133,8 +141,10 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         if targets[..i].iter().any(|u| u.name == t.name) {
             bail!("two targets are named {}", t.name);
         }
-        if !t.dir.is_dir() {
-            bail!("target {}: {} is not a directory", t.name, t.dir.display());
+        for d in std::iter::once(&t.dir).chain(&t.other_dirs) {
+            if !d.is_dir() {
+                bail!("target {}: {} is not a directory", t.name, d.display());
+            }
         }
     }
     let baseline = a.baseline.clone().unwrap_or_else(|| targets[0].name.clone());
@@ -159,9 +169,17 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         // stated before the run: a wrong cluster file fails now, not after an hour
         let system = t.system.describe(&t.dir)?;
         let direct = !a.no_direct && records::direct_works(&t.dir);
-        eprintln!("== target {} ({}, {}; O_DIRECT {})", t.name, t.dir.display(), system.fs_type, if direct { "yes" } else { "no" });
+        let through = t.other_dirs.iter().fold(String::new(), |s, d| s + ":" + &d.to_string_lossy());
+        eprintln!(
+            "== target {} ({}{through}, {}; O_DIRECT {})",
+            t.name,
+            t.dir.display(),
+            system.fs_type,
+            if direct { "yes" } else { "no" }
+        );
         let common = Common {
             dir: t.dir.clone(),
+            other_dirs: t.other_dirs.clone(),
             cold: a.cold,
             quick: a.quick,
             quiet: a.quiet,
@@ -275,7 +293,10 @@ fn markdown(a: &Args, ran: &[Ran], baseline: &str, only: &[String], figures: &[S
             m,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.target.name,
-            s.target.display(),
+            match r.target.other_dirs.len() {
+                0 => s.target.display().to_string(),
+                n => format!("{} and {n} more mount(s) of it, clients spread over all", s.target.display()),
+            },
             s.fs_type,
             s.block_size,
             s.nodes,
@@ -359,6 +380,19 @@ mod tests {
         assert!(parse_target("a=/x,colour=red").unwrap_err().to_string().contains("unknown key"));
         let t = parse_target("n0=/mnt/x,admin=http://127.0.0.1:9470,before=imca ctl cache-nodes rm 10.0.0.1:11211").unwrap();
         assert_eq!(t.before.as_deref(), Some("imca ctl cache-nodes rm 10.0.0.1:11211"));
+        assert!(t.other_dirs.is_empty(), "colons elsewhere do not make mounts");
+    }
+
+    #[test]
+    fn a_target_spans_several_mounts_of_one_volume() {
+        let t = parse_target("n4=/tb/mnt:/tb/mnt-1:/tb/mnt-2,admin=http://127.0.0.1:9470").unwrap();
+        assert_eq!(t.dir, PathBuf::from("/tb/mnt"));
+        assert_eq!(t.other_dirs, [PathBuf::from("/tb/mnt-1"), PathBuf::from("/tb/mnt-2")]);
+        assert_eq!(t.system.admin.as_deref(), Some("http://127.0.0.1:9470"));
+        assert!(parse_target("n4=/tb/mnt:").is_err(), "an empty mount");
+        assert!(parse_target("n4=:/tb/mnt").is_err(), "an empty first mount");
+        let one = parse_target("n4=/tb/mnt").unwrap();
+        assert!(one.other_dirs.is_empty());
     }
 
     #[test]

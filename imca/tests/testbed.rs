@@ -5,8 +5,11 @@
 //! nothing it built is left behind — after SIGTERM, and after a SIGKILL
 //! followed by `--cleanup`. With `--gluster`, GlusterFS runs beside IMCa:
 //! its bricks on throttled disks of their own in the storage namespaces, its
-//! client mounted from the gateway's, and it too leaves nothing behind. Needs
-//! root (as every FUSE test here).
+//! client mounted from the gateway's, and it too leaves nothing behind. With
+//! `--gateways 2`, two gateways in namespaces of their own mount the same
+//! volume: a file written through one is read through the other, B1's
+//! clients spread over both mounts, a second testbed start is refused while
+//! one runs. Needs root (as every FUSE test here).
 //!
 //! Testbeds share their names (`imcatb-*`) and each start removes what an
 //! earlier one left, so the tests here take turns (a file lock).
@@ -118,7 +121,10 @@ fn assert_nothing_left(dir: &Path) {
     assert!(!cgroups.iter().any(|c| c.starts_with("imcatb-")), "cgroups left: {cgroups:?}");
     let (_, ps) = sh(&format!("ps -eo args | grep -F '{}' | grep -v grep", dir.display()));
     assert!(ps.trim().is_empty(), "processes left:\n{ps}");
+    assert!(!Path::new(LOCK).exists(), "the one-testbed lock is removed with the testbed");
 }
+
+const LOCK: &str = "/run/lock/imca-testbed.lock";
 
 #[test]
 fn testbed_is_a_cluster_of_namespaces_with_slow_disks_and_leaves_nothing_behind() {
@@ -250,5 +256,51 @@ fn testbed_runs_glusterfs_beside_imca_on_disks_bounded_alike_and_leaves_nothing_
     let (mut bed, _) = Bed::start(&dir, &["--gluster"]);
     bed.signal(libc::SIGKILL);
     bed.cleanup();
+    assert_nothing_left(&dir);
+}
+
+#[test]
+fn testbed_with_two_gateways_shares_one_volume_between_their_mounts() {
+    for (tool, pkg) in [("ip", "iproute2"), ("mkfs.ext4", "e2fsprogs"), ("nsenter", "util-linux"), ("flock", "util-linux")] {
+        require_tool(tool, pkg);
+    }
+    let _turn = take_turn();
+    let tmp = tempfile::Builder::new().prefix("imcatb-test-").tempdir_in("/var/tmp").unwrap();
+    let dir = tmp.path().to_path_buf();
+    let (mut bed, info) = Bed::start(&dir, &["--gateways", "2"]);
+    let mounts: Vec<PathBuf> = info["mounts"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().into()).collect();
+    assert_eq!(mounts.len(), 2);
+    assert_eq!(mounts[0], Path::new(info["mount"].as_str().unwrap()), "the first gateway's mount is still \"mount\"");
+    assert_eq!(info["gateway_namespaces"], serde_json::json!(["imcatb-g", "imcatb-g1"]));
+    assert!(connects("imcatb-g1", info["storage_servers"][0].as_str().unwrap()), "the second gateway reaches storage");
+
+    // one volume: written through gateway 0, read (and removed) through gateway 1
+    std::fs::write(mounts[0].join("shared"), b"through g0").unwrap();
+    assert_eq!(std::fs::read(mounts[1].join("shared")).unwrap(), b"through g0");
+    std::fs::remove_file(mounts[1].join("shared")).unwrap();
+
+    // a second testbed is refused while this one runs, and this one is untouched
+    let other = tmp.path().join("other");
+    let out = Command::new(script()).args(["--imca", IMCA, "--dir"]).arg(&other).output().unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("another bench/testbed is running"));
+    assert!(!other.exists(), "the refused start made nothing");
+    let out = Command::new(script()).arg("--cleanup").arg("--dir").arg(&other).output().unwrap();
+    assert!(!out.status.success(), "--cleanup refuses too");
+    assert!(std::fs::read_dir(&mounts[1]).is_ok(), "the running testbed is still mounted");
+
+    // B1 --quick with its clients spread over both mounts (files made through the first)
+    let out = Command::new(IMCA)
+        .args(["bench", "stat", "--quick", "--files", "200", "--clients", "1,2", "--json", "--quiet", "--dir"])
+        .arg(&mounts[0])
+        .arg("--other-dirs")
+        .arg(&mounts[1])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "B1: {}", String::from_utf8_lossy(&out.stderr));
+    let b1: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(b1["rows"].as_array().unwrap().len(), 2);
+    assert_eq!(b1["run"]["mounts"], 2, "the result says its clients used two mounts");
+
+    bed.signal(libc::SIGTERM);
     assert_nothing_left(&dir);
 }
