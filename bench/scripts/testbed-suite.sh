@@ -25,8 +25,8 @@
 #        GLUSTER ("on", the default: the glusterfs target; "off": IMCa only),
 #        GATEWAYS (1, the default; N: `bench/testbed --gateways N`, N gateways in namespaces of
 #        their own, each with its own mount, and every target spans all N mounts, so client k
-#        of B1/B3/B4/B5 works through gateway k mod N; cache nodes are removed from, and BLOCK
-#        set on, every gateway; GlusterFS gets one client mount per gateway namespace alike)
+#        of B1/B3/B4/B5 works through gateway k mod N; a target starts once every gateway holds
+#        the config its before= made; GlusterFS gets one client mount per gateway namespace)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$(realpath "${1:-$ROOT/target/release/imca}")
@@ -79,11 +79,25 @@ for speed in $SPEEDS; do
     fi
     ADMIN=http://127.0.0.1:9470
     CTL="$BIN ctl --admin $ADMIN --token-file $DIR/admin.token"
-    # each gateway has its own cache-node list and block size: a change goes to all of them (the
-    # suite runs in imcatb-g; gateway k's admin API is on imcatb-gK's loopback)
-    on_gws() { local cmd="" k; for k in $(seq 0 $((GATEWAYS - 1))); do
-        cmd+="${cmd:+ && }$([ "$k" = 0 ] || echo "nsenter --net=/run/netns/imcatb-g$k ")$CTL $* >/dev/null"; done; echo "$cmd"; }
-    rm_nodes() { local cmd="" n; for n in "$@"; do cmd+="${cmd:+ && }$(on_gws cache-nodes rm "$NET.$n:11211")"; done; echo "$cmd"; }
+    # The cache config is the volume's (every storage server keeps it, server 0 the authority), so
+    # a change through gateway 0 is every gateway's; each takes it up within its lease (1 s). With
+    # more gateways, a target starts once every gateway holds the epoch the change made (the
+    # suite runs in imcatb-g; gateway k's admin API is on imcatb-gK's loopback). No commas:
+    # before= ends at one.
+    epoch() { # epoch K WHAT: the `imca ctl WHAT --json` "epoch" of gateway K
+        echo "\$($([ "$1" = 0 ] || echo "nsenter --net=/run/netns/imcatb-g$1 ")$CTL $2 --json |" \
+            "python3 -c 'import json;import sys;print(json.load(sys.stdin)[\"epoch\"])')"
+    }
+    synced() { # a command that waits until every gateway holds server 0's epoch
+        local cmd="e=$(epoch 0 config)" k
+        for k in $(seq 0 $((GATEWAYS - 1))); do
+            cmd+=" && n=0 && until [ \"$(epoch "$k" status)\" = \"\$e\" ]; do n=\$((n + 1)); [ \$n -lt 100 ] || exit 1; sleep 0.1; done"
+        done
+        echo "$cmd"
+    }
+    on_gws() { if [ "$GATEWAYS" = 1 ]; then echo "$CTL $* >/dev/null"; else echo "$CTL $* >/dev/null && $(synced)"; fi; }
+    rm_nodes() { local cmd="" n; for n in "$@"; do cmd+="${cmd:+ && }$CTL cache-nodes rm $NET.$n:11211 >/dev/null"; done; on_gws_cmd "$cmd"; }
+    on_gws_cmd() { if [ "$GATEWAYS" = 1 ]; then echo "$1"; else echo "$1 && $(synced)"; fi; }
     # shellcheck disable=SC2086
     nsenter --net=/run/netns/imcatb-g "$BIN" bench suite --cold $SUITE_ARGS ${ONLY:+--only $ONLY} --baseline n0 --out "$OUT/$name" \
         --target "n4=$MNT,admin=$ADMIN${BLOCK:+,before=$(on_gws block-size "$BLOCK")}" \

@@ -33,7 +33,7 @@ ADDR` between `n4=/mnt,admin=URL` and `n2=/mnt,admin=URL,before=…`. The first 
 against (--baseline NAME to choose another): typically IMCa with no cache
 nodes. Targets run one after the other, B1 to B5 each (--only b1,b4 to pick),
 with each benchmark's defaults (--quick: the small sizes; --files, --records,
---max and --size change them). Latency
+--max, --size and --clients change them). Latency
 benchmarks use O_DIRECT where the target takes unaligned O_DIRECT (FUSE
 mounts do; the report says which).
 
@@ -80,6 +80,10 @@ pub struct Args {
     /// B4's file size (1G; --quick: 32M).
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
+    /// Client processes of B1, B3, B5 and readers of B4, as a sweep (e.g.
+    /// 1,2,4,8), instead of each benchmark's own.
+    #[arg(long, value_delimiter = ',', value_name = "K,…")]
+    pub clients: Vec<usize>,
 }
 
 /// One `--target`.
@@ -180,6 +184,7 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         let common = Common {
             dir: t.dir.clone(),
             other_dirs: t.other_dirs.clone(),
+            clients: a.clients.clone(),
             cold: a.cold,
             quick: a.quick,
             quiet: a.quiet,
@@ -393,6 +398,10 @@ mod tests {
         assert!(parse_target("n4=:/tb/mnt").is_err(), "an empty first mount");
         let one = parse_target("n4=/tb/mnt").unwrap();
         assert!(one.other_dirs.is_empty());
+        let a = crate::parse(&["suite", "--target", "n0=/g0:/g1", "--out", "/o", "--clients", "1,4"]).unwrap();
+        let crate::Which::Suite(s) = a.which else { panic!("suite") };
+        assert_eq!(s.clients, [1, 4]);
+        assert_eq!(parse_target(&s.targets[0]).unwrap().other_dirs, [PathBuf::from("/g1")]);
     }
 
     #[test]
