@@ -1,8 +1,9 @@
 //! memcached's command-line flags that have no machinery of their own
-//! here: what each does in `imca cache-node` — applied (`-r`, `-k`, `-P`),
-//! validated like memcached and then without effect (`-L`, `-R`, `-b`, `-o`
-//! options of memcached's internals), or refused with a message that says
-//! why (`-d`, `-e`, `-C`, `ext_*`). Runs before the node
+//! here: what each does in `imca cache-node` — applied (`-r`, `-k`, `-P`,
+//! `-o lru_maintainer`/`no_lru_maintainer`), validated like memcached and
+//! then without effect (`-L`, `-R`, `-b`, `-o` options of memcached's
+//! internals), or refused with a message that says why (`-d`, `-e`, `-C`,
+//! `ext_*`). Runs before the node
 //! starts; `imca cache-node -h` lists the flags.
 
 use crate::config::{Args, Usage};
@@ -58,17 +59,32 @@ pub struct Extra {
     pub version: bool,
 }
 
+/// `-o` options applied here (read by `Config`: [`lru_maintainer`]).
+const APPLIED: &[&str] = &["lru_maintainer", "no_lru_maintainer"];
+
 /// `-o` options memcached 1.6.18 takes that change nothing here (no slabs,
 /// no LRU segments, no crawler, no log watchers), with or without a value.
+/// (`no_modern` also stops the LRU maintainer, as in memcached; its other
+/// settings have no effect here.)
 const WITHOUT_EFFECT: &[&str] = &[
     "maxconns_fast", "no_maxconns_fast", "tail_repair_time", "hash_algorithm", "lru_crawler", "no_lru_crawler",
-    "lru_crawler_sleep", "lru_crawler_tocrawl", "read_buf_mem_limit", "lru_maintainer", "no_lru_maintainer",
-    "hot_lru_pct", "warm_lru_pct", "hot_max_factor", "warm_max_factor", "temporary_ttl", "idle_timeout",
+    "lru_crawler_sleep", "lru_crawler_tocrawl", "read_buf_mem_limit", "hot_lru_pct", "warm_lru_pct", "hot_max_factor", "warm_max_factor", "temporary_ttl", "idle_timeout",
     "slab_chunk_max", "watcher_logbuf_size", "worker_logbuf_size", "track_sizes", "no_hashexpand", "modern",
     "no_modern", "sock_cookie_id", "slab_reassign", "no_slab_reassign", "slab_automove", "slab_automove_ratio",
     "slab_automove_window", "drop_privileges", "no_drop_privileges", "inline_ascii_resp", "no_inline_ascii_resp",
     "hashpower",
 ];
+
+/// Whether the LRU maintainer thread runs, from the `-o` options in
+/// order: the last of `lru_maintainer` (on), `no_lru_maintainer` and
+/// `no_modern` (off) wins, as in memcached 1.6.18 (`modern` changes nothing).
+pub fn lru_maintainer(extended: &[String]) -> bool {
+    extended.iter().map(|o| o.trim().split_once('=').map_or(o.trim(), |(n, _)| n)).fold(true, |on, name| match name {
+        "lru_maintainer" => true,
+        "no_lru_maintainer" | "no_modern" => false,
+        _ => on,
+    })
+}
 
 /// What to do before starting: `Exit` for `-i`/`-V` (printed already).
 pub enum Verdict {
@@ -120,6 +136,9 @@ pub fn apply(a: &Args) -> anyhow::Result<Verdict> {
                 n <= 64,
                 "Initial hashtable multiplier of {n} is too high\nChoose a value based on \"STAT hash_power_level\" from a running instance"
             );
+        }
+        if APPLIED.contains(&name) {
+            continue;
         }
         if !WITHOUT_EFFECT.contains(&name) {
             anyhow::bail!("Illegal suboption \"{name}\"");

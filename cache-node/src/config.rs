@@ -221,6 +221,9 @@ pub struct Config {
     /// `-n` and `-f`: the slab classes items are charged by (`slabs.rs`)
     pub slab_min: usize,
     pub slab_factor: f64,
+    /// the LRU maintainer thread (`maintainer.rs`); `-o no_lru_maintainer`
+    /// (or `no_modern`) turns it off, as in memcached
+    pub lru_maintainer: bool,
 }
 
 impl Default for Config {
@@ -245,6 +248,7 @@ impl Default for Config {
             binding: Binding::Auto,
             slab_min: 48,
             slab_factor: 1.25,
+            lru_maintainer: true,
         }
     }
 }
@@ -316,6 +320,7 @@ impl TryFrom<&Args> for Config {
             // validated by compat.rs (> 0, > 1)
             slab_min: a.extra.min_size.map_or(48, |n| n.max(1) as usize),
             slab_factor: a.extra.factor.unwrap_or(1.25),
+            lru_maintainer: crate::compat::lru_maintainer(&a.extra.extended),
         })
     }
 }

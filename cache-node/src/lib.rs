@@ -20,6 +20,7 @@
 //!  watch ──> watch.rs: log lines (fetchers, mutations, evictions, connevents) to watchers
 //!  stats conns ──> conns.rs: the open connections
 //!  lru-maintainer thread (maintainer.rs): moves items read lately out of the evictions' way
+//!    (not started with `-o no_lru_maintainer`, as memcached's)
 //! ```
 //!
 //! ## Threads and tasks
@@ -146,7 +147,9 @@ pub async fn start(config: Config) -> anyhow::Result<Handle> {
         None => addr.to_string(),
     };
     let node = Arc::new(node);
-    maintainer::spawn(&node).context("starting the LRU maintainer thread")?;
+    if config.lru_maintainer {
+        maintainer::spawn(&node).context("starting the LRU maintainer thread")?;
+    }
     let drain = daemon::Drain::new();
     let metrics_addr = match &config.metrics {
         Some(m) => {

@@ -45,7 +45,10 @@ pub enum ArithResult {
 impl Node {
     pub fn new(config: Config) -> Node {
         let shards = (config.threads * 16).clamp(16, 1024);
-        let store = Store::new(config.memory_bytes, shards).with_classes(Classes::new(config.slab_min, config.slab_factor));
+        let mut store = Store::new(config.memory_bytes, shards).with_classes(Classes::new(config.slab_min, config.slab_factor));
+        if !config.lru_maintainer {
+            store = store.without_maintainer();
+        }
         Node {
             store: if config.evictions { store } else { store.without_evictions() },
             stats: Stats::default(),

@@ -50,14 +50,22 @@ fn general(n: &Node) -> List {
     p("limit_maxbytes", n.store.limit().to_string());
     p("accepting_conns", "1".into());
     p("threads", n.config.threads.to_string());
-    p("lru_maintainer_juggles", n.store.lru.juggles.load(Ordering::Relaxed).to_string());
+    // memcached shows the maintainer's counters only when it runs
+    let maintained = n.store.maintained();
+    if maintained {
+        p("lru_maintainer_juggles", n.store.lru.juggles.load(Ordering::Relaxed).to_string());
+    }
     p("bytes", n.store.bytes().to_string());
     p("curr_items", n.store.items().to_string());
     p("total_items", n.store.hot.total_items.load(Ordering::Relaxed).to_string());
-    p("evicted_active", n.store.lru.evicted_active.load(Ordering::Relaxed).to_string());
+    if maintained {
+        p("evicted_active", n.store.lru.evicted_active.load(Ordering::Relaxed).to_string());
+    }
     p("evictions", n.store.hot.evictions.load(Ordering::Relaxed).to_string());
-    p("moves_within_lru", n.store.lru.moves_within_lru.load(Ordering::Relaxed).to_string());
-    p("direct_reclaims", n.store.lru.direct_reclaims.load(Ordering::Relaxed).to_string());
+    if maintained {
+        p("moves_within_lru", n.store.lru.moves_within_lru.load(Ordering::Relaxed).to_string());
+        p("direct_reclaims", n.store.lru.direct_reclaims.load(Ordering::Relaxed).to_string());
+    }
     l
 }
 
@@ -82,7 +90,15 @@ fn settings(n: &Node) -> List {
         ("chunk_size".into(), c.slab_min.to_string()),
         ("slab_chunk_max".into(), crate::slabs::CHUNK_MAX.to_string()),
         ("flush_enabled".into(), if c.flush_enabled { "yes" } else { "no" }.into()),
+        // memcached turns both off with `-o no_lru_maintainer`; the
+        // maintainer's sweeps stand for its segments here (`maintainer.rs`)
+        ("lru_maintainer_thread".into(), yes_no(n.store.maintained())),
+        ("lru_segmented".into(), yes_no(n.store.maintained())),
     ]
+}
+
+fn yes_no(b: bool) -> String {
+    if b { "yes" } else { "no" }.into()
 }
 
 /// The slab classes that hold items: (id, items, chunks in use).

@@ -348,6 +348,9 @@ pub struct Store {
     cursor: AtomicUsize,
     /// memcached's `-M`: a store that does not fit is refused, nothing is evicted
     no_evict: bool,
+    /// tail items read lately one store moves back to the head:
+    /// [`TAIL_RESCUES`], or 0 without the LRU maintainer ([`Self::without_maintainer`])
+    rescues: usize,
     /// `watch` (evictions are logged here, where they happen)
     pub log: crate::watch::Log,
     /// what stores and the LRU maintainer did at the tails (`stats`)
@@ -378,6 +381,7 @@ impl Store {
             clock: Clock::default(),
             cursor: AtomicUsize::new(0),
             no_evict: false,
+            rescues: TAIL_RESCUES,
             log: Default::default(),
             lru: Counters::default(),
             maintainer: Default::default(),
@@ -388,6 +392,22 @@ impl Store {
     pub fn without_evictions(mut self) -> Store {
         self.no_evict = true;
         self
+    }
+
+    /// `-o no_lru_maintainer`: no maintainer thread, and stores evict the
+    /// tail whether it was read or not. memcached without its maintainer is
+    /// a plain LRU too (`lru_segmented no`: no warm LRU, no tail rescues; a
+    /// hit moves an item to the head once per [`UPDATE_INTERVAL`]), so the
+    /// keys read since their store go in store order.
+    pub fn without_maintainer(mut self) -> Store {
+        self.rescues = 0;
+        self
+    }
+
+    /// Whether an LRU maintainer keeps this store's tails (`stats settings`
+    /// `lru_maintainer_thread`).
+    pub fn maintained(&self) -> bool {
+        self.rescues > 0
     }
 
     /// memcached's `-n`/`-f` slab classes instead of the default ones.
@@ -470,7 +490,7 @@ impl Store {
         let mut rescues = 0;
         while self.hot.used.load(Ordering::Relaxed) > limit {
             // a rescued item gets a fresh tick: the next round picks another tail
-            let rescue = rescues < TAIL_RESCUES;
+            let rescue = rescues < self.rescues;
             // Not the item this call stored: once every other item in its
             // shard was rescued (fresh ticks), it would look oldest.
             let own = g.lru.tail().filter(|&e| **g.lru.key(e) != *key).map(|e| g.lru.item(e).tick);
@@ -509,7 +529,7 @@ impl Store {
                 // An item read lately is rescued here too (within the same
                 // budget), or a hot key would go whenever the sample above
                 // found only empty shards.
-                match self.evict_one(&mut g, rescues < TAIL_RESCUES) {
+                match self.evict_one(&mut g, rescues < self.rescues) {
                     Tail::Empty => continue,
                     Tail::Rescued => rescues += 1,
                     Tail::Evicted => {}

@@ -64,3 +64,20 @@ fn tempdir() -> std::path::PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+#[test]
+fn the_last_lru_maintainer_option_wins_as_in_memcached() {
+    // memcached 1.6.18's `stats settings` lru_maintainer_thread for each -o list
+    for (opts, on) in [
+        ("", true),
+        ("no_lru_maintainer", false),
+        ("lru_maintainer,no_lru_maintainer", false),
+        ("no_lru_maintainer,lru_maintainer", true),
+        ("no_modern", false),
+        ("no_lru_maintainer,modern", false),
+    ] {
+        let a = Cli::parse_from(["x", "-o", opts]).args;
+        assert!(matches!(cache_node::compat::apply(&a).unwrap(), cache_node::compat::Verdict::Start), "{opts}");
+        assert_eq!(Config::try_from(&a).unwrap().lru_maintainer, on, "-o {opts}");
+    }
+}

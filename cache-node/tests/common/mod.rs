@@ -82,3 +82,30 @@ pub fn read_until_within(s: &mut dyn Read, until: &[u8], limit: Duration) -> Vec
     }
     out
 }
+
+/// `stats <arg>` on an open connection, as name → value.
+pub fn stats(s: &mut TcpStream, arg: &str) -> std::collections::HashMap<String, String> {
+    s.write_all(format!("stats {arg}\r\n").as_bytes()).unwrap();
+    let r = read_until(s, b"END\r\n");
+    String::from_utf8_lossy(&r)
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.strip_prefix("STAT ")?.splitn(2, ' ');
+            Some((w.next()?.to_string(), w.next()?.to_string()))
+        })
+        .collect()
+}
+
+/// Our node started from memcached's command line (`-p 0` for a free port),
+/// as `imca cache-node ARGS` would be, after `compat::apply`'s checks.
+pub fn start_with_args(argv: &[&str]) -> TestNode {
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: cache_node::Args,
+    }
+    use clap::Parser;
+    let cli = Cli::parse_from(["imca"].iter().chain(argv).chain(&["-p", "0", "-l", "127.0.0.1", "-t", "2"]));
+    assert!(matches!(cache_node::compat::apply(&cli.args).unwrap(), cache_node::compat::Verdict::Start));
+    TestNode::start(Config::try_from(&cli.args).unwrap())
+}
