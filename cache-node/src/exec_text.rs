@@ -150,7 +150,7 @@ impl Session {
                 return After::Close;
             }
             Command::CacheMemlimit { mb, noreply } => {
-                // memcached's floor; the store evicts down to a lower limit as it goes
+                // memcached's floor; a lower limit evicts nothing (`store/pages.rs`)
                 let reply = if mb < 8 {
                     "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m"
                 } else {

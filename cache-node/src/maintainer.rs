@@ -97,7 +97,7 @@ impl Store {
         self.lru.juggles.fetch_add(1, Ordering::Relaxed);
         // stores that evict from here on may wake us again
         self.lru.wake.store(false, Ordering::Relaxed);
-        let limit = self.limit_fixed();
+        let limit = self.bound_fixed();
         if self.evicts_nothing() || self.used_fixed() < limit - limit / NEAR {
             return Sweep::default();
         }

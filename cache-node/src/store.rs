@@ -3,7 +3,8 @@
 //!
 //! Each shard is an item table with its LRU list (`table.rs`) behind its
 //! own mutex. Global atomics
-//! count what `-m` bounds: each item is charged the size of the memcached
+//! count what `-m` bounds (plus the pages memcached keeps past it:
+//! `store/pages.rs`): each item is charged the size of the memcached
 //! slab chunk it would land in (`slabs.rs`), so the store holds about as
 //! many items as memcached with the same `-m`; `stats bytes` is the sum of
 //! memcached's `ITEM_ntotal` (key + value + [`ITEM_OVERHEAD`]), per slab
@@ -35,7 +36,7 @@
 //! items (issue 14, docs/benchmarks.md).
 
 use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::clock::Clock;
@@ -43,6 +44,8 @@ use crate::maintainer::Counters;
 use crate::prefetch::Hint;
 use crate::slabs::{Classes, CHARGE_SHIFT};
 use crate::table::Table;
+
+mod pages;
 
 /// Per-item bytes charged against `-m` besides key and value: exactly
 /// memcached's `ITEM_ntotal` (a 48-byte item header, the key's NUL, the
@@ -122,6 +125,8 @@ pub struct ClassCount {
     /// chunks in use (an item above the largest chunk takes several)
     pub chunks: AtomicUsize,
     pub evicted: AtomicU64,
+    /// has held an item: memcached's class has its first page (`pages.rs`)
+    seen: AtomicBool,
 }
 
 /// Why a lookup found no live item although one was stored.
@@ -223,7 +228,8 @@ impl Slot<'_> {
             let charged = |n| self.store.classes.charge(n).1;
             let old = self.find().map_or(0, |e| charged(ntotal(self.key.len(), self.shard.lru.item(e))));
             let add = charged(add);
-            if self.store.hot.used.load(Ordering::Relaxed) + add - old.min(add) > self.store.limit_fixed() {
+            self.store.first_page(self.store.classes.id(ntotal(self.key.len(), &item)), add);
+            if self.store.hot.used.load(Ordering::Relaxed) + add - old.min(add) > self.store.bound_fixed() {
                 return false;
             }
         }
@@ -353,6 +359,8 @@ pub struct Store {
     rescues: usize,
     /// `watch` (evictions are logged here, where they happen)
     pub log: crate::watch::Log,
+    /// pages memcached would hold past the limit (`pages.rs`)
+    pages: pages::Pages,
     /// what stores and the LRU maintainer did at the tails (`stats`)
     pub lru: Counters,
     /// the LRU maintainer's thread, woken by stores that evict
@@ -382,6 +390,7 @@ impl Store {
             cursor: AtomicUsize::new(0),
             no_evict: false,
             rescues: TAIL_RESCUES,
+            pages: Default::default(),
             log: Default::default(),
             lru: Counters::default(),
             maintainer: Default::default(),
@@ -428,6 +437,7 @@ impl Store {
         let chunks = self.classes.chunks(ntotal).1;
         let c = &self.per_class[id - 1];
         if add {
+            self.first_page(id, charged);
             self.hot.used.fetch_add(charged, Ordering::Relaxed);
             self.hot.requested.fetch_add(ntotal, Ordering::Relaxed);
             self.hot.items.fetch_add(1, Ordering::Relaxed);
@@ -477,7 +487,7 @@ impl Store {
             let mut slot = Slot { shard: &mut g, store: self, key, hash, index: i, now, dead: None };
             f(&mut slot)
         };
-        let limit = self.limit_fixed();
+        let limit = self.bound_fixed();
         if self.hot.used.load(Ordering::Relaxed) <= limit {
             return r;
         }
@@ -650,11 +660,6 @@ impl Store {
     pub fn limit(&self) -> usize {
         self.limit.load(Ordering::Relaxed)
     }
-
-    /// `cache_memlimit`: the next stores evict down to the new limit.
-    pub fn set_limit(&self, bytes: usize) {
-        self.limit.store(bytes, Ordering::Relaxed);
-    }
 }
 
 #[cfg(test)]
@@ -691,6 +696,8 @@ mod tests {
     #[test]
     fn big_item_evicts_from_other_shards() {
         let s = Store::new(4000, 64);
+        // the big items' slab class has its page already (`pages.rs`)
+        put(&s, "big0", 3500);
         for i in 0..30 {
             put(&s, &format!("k{i}"), 50);
         }

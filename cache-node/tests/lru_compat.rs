@@ -121,3 +121,83 @@ fn no_lru_maintainer_makes_a_plain_lru_as_in_memcached() {
         }
     }
 }
+
+/// `cache_memlimit` below what is in use frees nothing in memcached: it only
+/// stops new slab pages. `bytes` stays over the new `limit_maxbytes`,
+/// nothing is evicted then, and later stores all succeed, first into the
+/// free chunks of its pages, then evicting one item each. (Ours used to
+/// evict down to the new limit inside the next store: 20,834 items.)
+#[test]
+fn cache_memlimit_below_use_keeps_what_is_stored_as_memcached() {
+    let flags: &[&str] = &["-m", "64"];
+    let mc = Memcached::with(flags);
+    let ours = start_with_args(flags);
+    let mut seen = Vec::new();
+    for (name, addr) in [("memcached", mc.1), ("imca", ours.addr)] {
+        let mut c = Client::new(addr);
+        c.fill(0..28_000, 2000);
+        let before = c.stats("");
+        assert_eq!(c.request(b"cache_memlimit 16\r\n", b"\r\n"), b"OK\r\n", "{name}");
+        let after = c.stats("");
+        assert_eq!(after["limit_maxbytes"], (16 << 20).to_string(), "{name}");
+        for k in ["bytes", "curr_items", "evictions"] {
+            assert_eq!(after[k], before[k], "{name}: {k} right after cache_memlimit");
+        }
+        for i in 0..2000 {
+            assert_eq!(c.set(&format!("later:{i:05}"), 2000), "STORED\r\n", "{name}: set {i} after cache_memlimit");
+        }
+        let end = c.stats("");
+        seen.push((name, c.stat("evictions"), end["curr_items"].parse::<u64>().unwrap(), end["bytes"].parse::<u64>().unwrap()));
+    }
+    let ((_, want_ev, want_items, want_bytes), (_, got_ev, got_items, got_bytes)) = (seen[0], seen[1]);
+    let ctx = format!("after 2000 sets: (evictions, curr_items, bytes) memcached {:?}, ours {:?}", seen[0], seen[1]);
+    eprintln!("{ctx}");
+    // memcached: 413 sets fill its 63rd page, 1587 evict
+    assert!(want_ev > 1000 && want_ev < 2000, "{ctx}");
+    assert!(got_ev.abs_diff(want_ev) <= 20, "{ctx}");
+    assert!(got_items.abs_diff(want_items) <= 20, "{ctx}");
+    assert!(got_bytes.abs_diff(want_bytes) <= want_bytes / 100, "{ctx}");
+}
+
+/// A 500 KiB item stored into `-m 8` full of small items: memcached gives
+/// its slab class a first page past the limit and evicts nothing; the
+/// page holds a second one too. A third one memcached makes room for
+/// within its class (the first 500 KiB item goes, however old the small
+/// items are); ours by bytes, as the bank wants of a cache of mixed sizes:
+/// enough of the oldest items to make room for its size (`store/pages.rs`).
+#[test]
+fn a_large_item_into_a_full_cache_of_small_ones() {
+    let flags: &[&str] = &["-m", "8"];
+    let mc = Memcached::with(flags);
+    let ours = start_with_args(flags);
+    const BIG: usize = 500 << 10;
+    for (name, addr) in [("memcached", mc.1), ("imca", ours.addr)] {
+        let mut c = Client::new(addr);
+        c.fill(0..60_000, 100);
+        let small = c.alive(0..60_000);
+        let evictions = c.stat("evictions");
+        assert!(evictions > 10_000 && small.len() > 40_000, "{name}: full of small items");
+        for b in 0..2 {
+            assert_eq!(c.set(&format!("big{b}"), BIG), "STORED\r\n", "{name}");
+            assert_eq!(c.stat("evictions"), evictions, "{name}: big{b} evicted something");
+        }
+        assert_eq!(c.alive(0..60_000), small, "{name}: small items gone for the first two big ones");
+        assert_eq!(c.stats("slabs")["total_malloced"], (9 << 20).to_string(), "{name}: -m 8 and the big items' page");
+        assert_eq!(c.set("big2", BIG), "STORED\r\n", "{name}");
+        let big_left: Vec<bool> = (0..3).map(|b| c.request(format!("me big{b}\r\n").as_bytes(), b"\r\n").starts_with(b"ME ")).collect();
+        let gone: Vec<usize> = {
+            let left = c.alive(0..60_000);
+            small.iter().copied().filter(|k| left.binary_search(k).is_err()).collect()
+        };
+        if name == "memcached" {
+            assert_eq!((big_left, gone.len()), (vec![false, true, true], 0), "{name}: evicts within the big items' class");
+        } else {
+            // 500 KiB charged as one 512 KiB chunk: 2731 chunks of 192 bytes
+            let oldest = &small[..gone.len()];
+            let among_oldest = gone.iter().filter(|k| oldest.binary_search(k).is_ok()).count();
+            assert_eq!(big_left, vec![true, true, true], "{name}");
+            assert!((2731..2800).contains(&gone.len()), "{name}: {} small items evicted", gone.len());
+            assert!(among_oldest * 10 >= gone.len() * 9, "{name}: {among_oldest} of the {} evicted among the oldest", gone.len());
+        }
+    }
+}
