@@ -24,6 +24,12 @@
 //! lookups see is what they would have seen without them. memcached gets
 //! part of this from its item layout (key and value inline, two misses);
 //! the passes get the rest by overlapping.
+//!
+//! A run of pipelined single-key reads already in the input buffer (meta
+//! `mg`, binary GET/GETQ/GETK/GETKQ: the other ways clients batch) is
+//! warmed the same way, a batch of requests at a time ([`warm_run`],
+//! called by `session.rs`): their keys are picked out of the raw bytes
+//! (a wrong guess, e.g. a base64 key, is a wasted prefetch, nothing more).
 
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
@@ -97,6 +103,50 @@ impl Store {
     }
 }
 
+/// Warms the keys of the pipelined single-key reads at the front of
+/// `input` (`binary`: GET-family requests, else meta `mg` lines), up to
+/// [`BATCH`] of them. Returns how many requests it warmed: 0 when fewer
+/// than two are there (one lookup has nothing to overlap with).
+pub(crate) fn warm_run(store: &Store, input: &[u8], binary: bool) -> usize {
+    let mut keys: [&[u8]; BATCH] = [&[]; BATCH];
+    let (mut n, mut at) = (0, 0);
+    while n < BATCH {
+        let next = if binary { binary_get(&input[at..]) } else { meta_get(&input[at..]) };
+        let Some((key, len)) = next else { break };
+        (keys[n], n, at) = (key, n + 1, at + len);
+    }
+    if n < 2 {
+        return 0;
+    }
+    store.prefetch(&keys[..n]);
+    n
+}
+
+/// The key and length of a whole `mg <key> ...` line at the front of `b`.
+fn meta_get(b: &[u8]) -> Option<(&[u8], usize)> {
+    let line = b.strip_prefix(b"mg ")?;
+    let end = line.iter().position(|&c| c == b'\n')?;
+    let key = line[..end].split(|&c| c == b' ' || c == b'\r').next()?;
+    Some((key, 3 + end + 1))
+}
+
+/// The key and length of a whole binary GET, GETQ, GETK or GETKQ request
+/// at the front of `b`.
+fn binary_get(b: &[u8]) -> Option<(&[u8], usize)> {
+    use cache_proto::binary::{op, HEADER_LEN};
+    if b.len() < HEADER_LEN || b[0] != cache_proto::BINARY_REQ_MAGIC || ![op::GET, op::GETQ, op::GETK, op::GETKQ].contains(&b[1]) {
+        return None;
+    }
+    let key_len = usize::from(u16::from_be_bytes([b[2], b[3]]));
+    let ext = usize::from(b[4]);
+    let body = u32::from_be_bytes([b[8], b[9], b[10], b[11]]) as usize;
+    let total = HEADER_LEN.checked_add(body)?;
+    if b.len() < total || ext + key_len > body {
+        return None;
+    }
+    Some((&b[HEADER_LEN + ext..HEADER_LEN + ext + key_len], total))
+}
+
 #[cfg(test)]
 mod tests {
     use crate::store::{Item, Store};
@@ -130,6 +180,17 @@ mod tests {
         let before = order(&s);
         let batch: Vec<&[u8]> = keys.iter().take(10).map(|k| &k[..]).chain([&b"missing"[..]]).collect();
         s.prefetch(&batch);
+        assert_eq!(order(&s), before);
+        // runs of pipelined reads: how many requests are warmed
+        let mg = b"mg key1 v\r\nmg key2 v k\r\nmg key3\r\nget key4\r\n";
+        assert_eq!(super::warm_run(&s, mg, false), 3);
+        assert_eq!(super::warm_run(&s, b"mg key1 v\r\nmg key2", false), 0);
+        let getkq = |k: &[u8]| cache_proto::binary::Request::encode(cache_proto::binary::op::GETKQ, &[], k, &[], 0, 0);
+        let run = [getkq(b"key1"), getkq(b"key2"), getkq(b"key3"), getkq(b"key4")].concat();
+        assert_eq!(super::warm_run(&s, &run, true), 4);
+        assert_eq!(super::warm_run(&s, &run[..run.len() - 1], true), 3);
+        let long: Vec<u8> = (0..40).flat_map(|i| format!("mg key{i} v\r\n").into_bytes()).collect();
+        assert_eq!(super::warm_run(&s, &long, false), super::BATCH);
         assert_eq!(order(&s), before);
         assert!(keys.iter().take(10).all(|k| s.read(k, |slot| slot.peek().is_some_and(|it| !it.active))));
     }

@@ -59,6 +59,9 @@ pub struct Session {
     /// replies of this batch wait behind the current command (memcached's
     /// `resp_has_stack`; its get and mn flush them), for `watch`'s refusal
     pub(crate) stacked: bool,
+    /// requests at the front of the input whose keys are warmed already
+    /// (`prefetch::warm_run`)
+    warmed: usize,
 }
 
 /// What executing one frame asks of the session.
@@ -80,7 +83,7 @@ impl Session {
             Binding::Ascii => Some(Proto::Text),
             Binding::Binary => Some(Proto::Binary),
         };
-        Session { node, pending: false, proto, swallow: 0, cnt: Counters::default(), latency, login, conn: None, watcher: None, stacked: false }
+        Session { node, pending: false, proto, swallow: 0, cnt: Counters::default(), latency, login, conn: None, watcher: None, stacked: false, warmed: 0 }
     }
 
     /// After `watch` succeeded: the watcher whose lines the owner of the
@@ -183,6 +186,11 @@ impl Session {
                 }
             }
             let proto = *self.proto.get_or_insert(if input[0] == BINARY_REQ_MAGIC { Proto::Binary } else { Proto::Text });
+            // a run of pipelined mg / binary gets: warm a batch of its
+            // lookups together, as a multi-get's (`prefetch.rs`)
+            if self.warmed == 0 && (input[0] == BINARY_REQ_MAGIC || input[0] == b'm') {
+                self.warmed = crate::prefetch::warm_run(&self.node.store, input, proto == Proto::Binary);
+            }
             let t0 = self.latency.as_ref().map(|_| Instant::now());
             let (after, used) = match proto {
                 Proto::Text => match text::parse(input, max_value) {
@@ -197,6 +205,7 @@ impl Session {
                 },
             };
             input.advance(used);
+            self.warmed = self.warmed.saturating_sub(1);
             if let (Some(l), Some(t0)) = (&self.latency, t0) {
                 l.observe(t0.elapsed().as_secs_f64());
             }
