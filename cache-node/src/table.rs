@@ -82,24 +82,29 @@ impl Table {
         self.entries[e as usize].as_mut().expect("live entry")
     }
 
-    /// The entry of `key` (whose hash is `hash`), if present.
+    /// The entries whose slots carry `hash`'s tag, in probe order from its
+    /// home: the candidates for a key of that hash (a 32-bit tag seldom
+    /// matches another key's). Reads slots only.
     #[inline]
-    pub fn find(&self, hash: u32, key: &[u8]) -> Option<u32> {
+    fn tagged(&self, hash: u32) -> impl Iterator<Item = u32> + '_ {
         let mask = self.slots.len() - 1;
         let mut i = hash as usize & mask;
-        loop {
+        std::iter::from_fn(move || loop {
             let s = self.slots[i];
             if s == 0 {
                 return None;
             }
-            if (s >> 32) as u32 == hash {
-                let e = s as u32 - 1;
-                if *self.entry(e).key == *key {
-                    return Some(e);
-                }
-            }
             i = (i + 1) & mask;
-        }
+            if (s >> 32) as u32 == hash {
+                return Some(s as u32 - 1);
+            }
+        })
+    }
+
+    /// The entry of `key` (whose hash is `hash`), if present.
+    #[inline]
+    pub fn find(&self, hash: u32, key: &[u8]) -> Option<u32> {
+        self.tagged(hash).find(|&e| *self.entry(e).key == *key)
     }
 
     pub fn key(&self, e: u32) -> &Key {
@@ -264,18 +269,7 @@ impl Table {
     /// `hash`'s tag, first from its home: reads slots only, not entries
     /// (the key is not compared), so it waits for no entry to arrive.
     pub fn tagged_entry(&self, hash: u32) -> Option<*const u8> {
-        let mask = self.slots.len() - 1;
-        let mut i = hash as usize & mask;
-        loop {
-            let s = self.slots[i];
-            if s == 0 {
-                return None;
-            }
-            if (s >> 32) as u32 == hash {
-                return Some((&self.entries[(s as u32 - 1) as usize] as *const Option<Entry>).cast());
-            }
-            i = (i + 1) & mask;
-        }
+        self.tagged(hash).next().map(|e| (&self.entries[e as usize] as *const Option<Entry>).cast())
     }
 }
 
