@@ -79,7 +79,7 @@ impl Session {
                 let (flags, exptime) =
                     if req.extras.len() == 8 { (req.extra_u32(0), clock.realtime(req.extra_u32(4) as i32)) } else { (0, 0) };
                 let looked = self.store_lookup(req.key);
-                let r = node.store(&mut self.cnt, sop, req.key, flags, exptime, req.value, h.cas);
+                let r = node.store(&mut self.cnt, sop, req.key, flags, exptime, req.value, h.cas, false);
                 self.log_store(looked, sop, h.cas, req.key, exptime, req.value.len(), &r);
                 match r {
                     StoreResult::Stored(cas) => {

@@ -24,12 +24,17 @@ struct View {
     ttl: i64,
     last_access: u32,
     fetched: bool,
+    /// the key is returned base64-encoded (the item's `binary_key`)
+    binary_key: bool,
 }
 
 /// " k<key>", and for a base64 key " k<base64> b" (memcached marks it so).
-fn put_key(out: &mut Vec<u8>, m: &MetaCommand<'_>) {
+/// memcached 1.6.18 encodes the key of an item found as it was stored
+/// (`ms` with `b` or not: `v`), whatever the request's `b`; a miss's key as
+/// the request gave it.
+fn put_key(out: &mut Vec<u8>, m: &MetaCommand<'_>, v: Option<&View>) {
     out.extend_from_slice(b" k");
-    if m.has(b'b') {
+    if v.map_or(m.has(b'b'), |v| v.binary_key) {
         out.extend_from_slice(base64_encode(&m.key).as_bytes());
         out.extend_from_slice(b" b");
     } else {
@@ -45,7 +50,7 @@ fn ret_flags(out: &mut Vec<u8>, m: &MetaCommand<'_>, v: Option<&View>) {
                 out.extend_from_slice(b" O");
                 out.extend_from_slice(tok);
             }
-            (b'k', _) => put_key(out, m),
+            (b'k', v) => put_key(out, m, v),
             (b's', Some(v)) => {
                 let _ = write!(out, " s{}", v.len);
             }
@@ -77,6 +82,7 @@ fn view(it: &Item, now: u32) -> View {
         ttl: if it.exptime == 0 { -1 } else { i64::from(it.exptime) - i64::from(now) },
         last_access: now.saturating_sub(it.atime),
         fetched: it.fetched,
+        binary_key: it.binary_key,
     }
 }
 
@@ -194,7 +200,7 @@ impl Session {
         let cas_in = m.num_u64(b'C').unwrap_or(0);
         let op = if cas_in != 0 && op == StoreOp::Set { StoreOp::Cas } else { op };
         let looked = self.store_lookup(&m.key);
-        let r = node.store(&mut self.cnt, op, &m.key, m.flags_u32().unwrap_or(0), exptime, data, cas_in);
+        let r = node.store(&mut self.cnt, op, &m.key, m.flags_u32().unwrap_or(0), exptime, data, cas_in, m.has(b'b'));
         self.log_store(looked, op, cas_in, &m.key, exptime, data.len(), &r);
         let (code, cas) = match r {
             StoreResult::Stored(c) => ("HD", c),
@@ -214,7 +220,7 @@ impl Session {
                     out.extend_from_slice(b" O");
                     out.extend_from_slice(tok);
                 }
-                b'k' => put_key(out, m),
+                b'k' => put_key(out, m, None),
                 // memcached returns the flag on every outcome: c0 when nothing was stored
                 b'c' => {
                     let _ = write!(out, " c{}", v.cas);
@@ -276,7 +282,8 @@ impl Session {
                         view(it, now)
                     })
                 });
-                let v = v.unwrap_or_default();
+                // memcached echoes ma's key as the request gave it
+                let v = View { binary_key: m.has(b'b'), ..v.unwrap_or_default() };
                 if m.has(b'v') {
                     let s = n.to_string();
                     let _ = write!(out, "VA {}", s.len());
@@ -313,7 +320,7 @@ impl Session {
             None => reply::line(out, "EN"),
             Some((v, size)) => {
                 out.extend_from_slice(b"ME ");
-                if m.has(b'b') {
+                if v.binary_key {
                     out.extend_from_slice(base64_encode(&m.key).as_bytes());
                 } else {
                     out.extend_from_slice(&m.key);

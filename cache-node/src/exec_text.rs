@@ -79,7 +79,7 @@ impl Session {
             Command::Store { op, key, flags, exptime, cas, noreply, .. } => {
                 let exptime = clock.realtime(exptime);
                 let looked = self.store_lookup(key);
-                let r = node.store(&mut self.cnt, op, key, flags, exptime, data, cas);
+                let r = node.store(&mut self.cnt, op, key, flags, exptime, data, cas, false);
                 self.log_store(looked, op, cas, key, exptime, data.len(), &r);
                 if !noreply {
                     let status = match r {

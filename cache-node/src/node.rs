@@ -72,6 +72,7 @@ impl Node {
         exptime: u32,
         data: &[u8],
         cas_in: u64,
+        binary_key: bool,
     ) -> StoreResult {
         cnt.inc(C::CmdSet);
         let max = self.config.max_value();
@@ -124,7 +125,7 @@ impl Node {
                 _ => Item::new(data.into(), flags, exptime, now, 0),
             };
             let cas = slot.next_cas();
-            if !slot.put(Item { cas, ..item }) {
+            if !slot.put(Item { cas, binary_key, ..item }) {
                 return StoreResult::NoMemory;
             }
             StoreResult::Stored(cas)

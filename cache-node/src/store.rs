@@ -85,6 +85,9 @@ pub struct Item {
     pub atime: u32,
     pub cas: u64,
     pub fetched: bool,
+    /// stored by a meta command with a base64 key (`ms ... b`): memcached's
+    /// `ITEM_KEY_BINARY`, the key is shown base64-encoded wherever it is returned
+    pub binary_key: bool,
     /// meta: invalidated (md I / ms I), and whether a win token was handed out
     pub stale: bool,
     pub win_sent: bool,
@@ -98,7 +101,7 @@ pub struct Item {
 
 impl Item {
     pub fn new(value: Value, flags: u32, exptime: u32, now: u32, cas: u64) -> Item {
-        Item { value, flags, exptime, time: now, atime: now, cas, fetched: false, stale: false, win_sent: false, tick: 0, bumped: now, active: false }
+        Item { value, flags, exptime, time: now, atime: now, cas, fetched: false, binary_key: false, stale: false, win_sent: false, tick: 0, bumped: now, active: false }
     }
 }
 
