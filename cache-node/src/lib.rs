@@ -11,8 +11,10 @@
 //!                      │   text / meta / binary chosen by the first byte
 //!                      └──> exec_{text,meta,binary}.rs ──> Node (node.rs):
 //!                              memcached semantics over Store (store.rs):
-//!                              sharded byte-bounded LRU (table.rs; short keys inline, key.rs);
-//!                              a multi-get warms its keys' lookups first (prefetch.rs)
+//!                              sharded byte-bounded LRU (table.rs; short keys inline, key.rs),
+//!                              bounded by -m plus the slab pages memcached keeps (store/pages.rs);
+//!                              a multi-get, or a run of pipelined mg / binary gets, warms its
+//!                              keys' lookups first (prefetch.rs)
 //!        replies ──> Out (out.rs): headers + values pinned by refcount ──> writev
 //!  --metrics ADDR ──> daemon::serve_metrics /metrics (metrics.rs), reading the same counters
 //!  --transport rdma / --rdma ADDR ──> rdma.rs: the same Session per RDMA message
