@@ -82,7 +82,9 @@ pub struct Args {
     #[arg(long)]
     pub ready_file: Option<PathBuf>,
     /// FUSE reader threads (default: number of CPUs, 2..=8). Each runs the
-    /// requests it reads until they first wait on the network.
+    /// requests it reads until they first wait on the network. Only one
+    /// waits for the kernel's next request unless requests queue up, so one
+    /// process's requests in a row stay on one warm thread.
     #[arg(long)]
     pub fuse_threads: Option<usize>,
     /// Runtime threads, which finish requests once their replies arrive

@@ -1,10 +1,13 @@
 //! The mount point: checking it, cleaning a stale one, mounting, unmounting.
 
+use crate::fuse::readers::Readers;
 use crate::fuse::GatewayFs;
 use anyhow::{bail, Context};
 use std::ffi::CString;
+use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// True when `path` is the mount point of a FUSE mount whose daemon is gone
 /// ("Transport endpoint is not connected", or "Software caused connection
@@ -98,6 +101,7 @@ pub fn prepare(path: &Path) -> anyhow::Result<PathBuf> {
 /// A live mount; unmounts when told to (or dropped).
 pub struct Mounted {
     session: Option<fuser::BackgroundSession>,
+    readers: Arc<Readers>,
     path: PathBuf,
 }
 
@@ -115,9 +119,12 @@ impl Mounted {
         cfg.acl = fuser::SessionACL::All;
         cfg.n_threads = Some(threads.max(1));
         cfg.clone_fd = true;
+        let readers = Arc::new(Readers::new(threads));
+        let fs = fs.with_readers(readers.clone());
         let session = fuser::Session::new(fs, path, &cfg).with_context(|| format!("mounting FUSE at {}", path.display()))?;
+        readers.watch(session.as_fd().try_clone_to_owned().context("duplicating the FUSE device")?);
         let session = session.spawn().context("starting FUSE threads")?;
-        Ok(Mounted { session: Some(session), path: path.to_path_buf() })
+        Ok(Mounted { session: Some(session), readers, path: path.to_path_buf() })
     }
 
     /// Sends the kernel invalidations (use off the fuser threads).
@@ -142,6 +149,7 @@ impl Mounted {
 
     fn unmount_inner(&mut self) -> anyhow::Result<()> {
         let Some(session) = self.session.take() else { return Ok(()) };
+        self.readers.close();
         if session.guard.is_finished() {
             return session.join().map_err(Into::into);
         }

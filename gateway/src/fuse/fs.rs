@@ -1,8 +1,10 @@
 //! The fuser `Filesystem`: kernel requests in, translator calls out.
 //!
-//! Several fuser threads (one cloned /dev/fuse fd each) read requests; every
-//! request is turned into a task on the tokio runtime that owns its reply and
-//! answers when the pipeline does, so one slow read never holds up others.
+//! Several fuser threads (one cloned /dev/fuse fd each) read requests, one at
+//! a time unless requests queue (`readers`); every request runs on its
+//! thread until it first waits (`first_poll`), then as a task on the tokio
+//! runtime that owns its reply and answers when the pipeline does, so one
+//! slow read never holds up others.
 
 use super::ahead::Ahead;
 use super::answer::{answer, finish, Answer};
@@ -16,6 +18,7 @@ use super::inodes::Inodes;
 use super::kernel_cache::KernelCache;
 use super::locks::{self, LockOwners};
 use super::opens::Opens;
+use super::readers::Readers;
 use bytes::Bytes;
 use fuser::*;
 use std::ffi::OsStr;
@@ -50,6 +53,8 @@ pub struct GatewayFs {
     opens: Arc<Opens>,
     /// directories listed ahead of a walk's lookups
     ahead: Arc<Ahead>,
+    /// how many fuser threads wait on the device (see `readers`)
+    readers: Arc<Readers>,
 }
 
 impl GatewayFs {
@@ -65,7 +70,14 @@ impl GatewayFs {
             next_fh: AtomicU64::new(1),
             opens: Arc::default(),
             ahead: Arc::new(Ahead::new(super::ahead::TRIGGER)),
+            readers: Arc::new(Readers::new(1)),
         }
+    }
+
+    /// Share `readers` with the session that runs this file system.
+    pub fn with_readers(mut self, readers: Arc<Readers>) -> GatewayFs {
+        self.readers = readers;
+        self
     }
 
     /// List a directory ahead of a walk after `misses` lookups in it reached
@@ -219,18 +231,20 @@ impl Filesystem for GatewayFs {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        let args = parent_and_name(&self.inodes, parent, name);
-        if let Ok((ploc, n)) = &args {
+        let _turn = self.readers.enter();
+        if let Ok(n) = convert::name(name) {
             // A re-validation of what was answered before (see `memo`).
             if let Some((a, ttl)) = self.kc.memo_entry(parent.0, n) {
-                self.inodes.remember(ploc, n, a.fid);
-                return reply.entry(&ttl, &convert::attr(&a), Generation(0));
+                if self.inodes.remember_under(parent.0, n, a.fid).is_ok() {
+                    return reply.entry(&ttl, &convert::attr(&a), Generation(0));
+                }
             }
             // The lookup before every create in a directory made here.
             if self.kc.memo_absent(parent.0, n) {
                 return reply.error(Errno::ENOENT);
             }
         }
+        let args = parent_and_name(&self.inodes, parent, name);
         // A walk through a directory not remembered: list it ahead.
         let listing = args.as_ref().ok().and_then(|(ploc, _)| self.ahead.missed(&self.rt, &self.xl, &self.kc, parent.0, ploc));
         let (kc, m) = (self.kc.clone(), self.kc.memo_ticket());
@@ -254,6 +268,7 @@ impl Filesystem for GatewayFs {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        let _turn = self.readers.enter();
         if let Some((a, ttl)) = self.kc.memo_attr(ino.0) {
             return reply.attr(&ttl, &convert::attr(&a));
         }
@@ -285,6 +300,7 @@ impl Filesystem for GatewayFs {
         _flags: Option<BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        let _turn = self.readers.enter();
         let (xl, kc, t, loc) = (self.xl.clone(), self.kc.clone(), self.kc.ticket(), self.inodes.loc(ino.0));
         let set = SetAttr {
             perm: mode.map(|m| m & 0o7777),
@@ -307,11 +323,13 @@ impl Filesystem for GatewayFs {
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        let _turn = self.readers.enter();
         let (xl, loc) = (self.xl.clone(), self.inodes.loc(ino.0));
         self.answer(reply, async move { xl.readlink(&loc?).await }, |r, t| r.data(t.as_bytes()));
     }
 
     fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
+        let _turn = self.readers.enter();
         let args = parent_and_name(&self.inodes, parent, name)
             .map(|(p, n)| (p, n.to_string(), new_file(n, mode & !umask, owner(req), true)));
         // Regular files too: one round trip, nothing left open.
@@ -320,6 +338,7 @@ impl Filesystem for GatewayFs {
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
+        let _turn = self.readers.enter();
         let args = parent_and_name(&self.inodes, parent, name)
             .map(|(p, n)| (p, n.to_string(), new_file(n, mode & !umask, owner(req), true)));
         let kc = self.changing_dir(parent);
@@ -327,6 +346,7 @@ impl Filesystem for GatewayFs {
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let _turn = self.readers.enter();
         let xl = self.xl.clone();
         let args = parent_and_name(&self.inodes, parent, name).map(|(p, n)| (p, n.to_string()));
         // What the name named loses a link (its attributes, under any of
@@ -343,6 +363,7 @@ impl Filesystem for GatewayFs {
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let _turn = self.readers.enter();
         let xl = self.xl.clone();
         let args = parent_and_name(&self.inodes, parent, name).map(|(p, n)| (p, n.to_string()));
         // What the name named loses a link (its attributes, under any of
@@ -359,6 +380,7 @@ impl Filesystem for GatewayFs {
     }
 
     fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
+        let _turn = self.readers.enter();
         let args = parent_and_name(&self.inodes, parent, link_name).and_then(|(p, n)| {
             let target = target.to_str().ok_or(FsError::EILSEQ)?.to_string();
             Ok((p, n.to_string(), (new_file(n, 0o777, owner(req), true), target)))
@@ -377,6 +399,7 @@ impl Filesystem for GatewayFs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
+        let _turn = self.readers.enter();
         let (xl, inodes) = (self.xl.clone(), self.inodes.clone());
         let args = (|| {
             if flags.contains(RenameFlags::RENAME_WHITEOUT) {
@@ -409,6 +432,7 @@ impl Filesystem for GatewayFs {
     }
 
     fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
+        let _turn = self.readers.enter();
         let args = self
             .inodes
             .loc(ino.0)
@@ -425,6 +449,7 @@ impl Filesystem for GatewayFs {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let _turn = self.readers.enter();
         let (xl, loc, fopen, fh) = (self.xl.clone(), self.inodes.loc(ino.0), self.fopen_flags(flags.0), self.new_fh(flags.0));
         if !self.kc.keep_cache() {
             // Without kernel caching, an open is the moment close-to-open
@@ -451,6 +476,7 @@ impl Filesystem for GatewayFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        let _turn = self.readers.enter();
         if let Some(d) = self.kc.memo_read(ino.0, offset, size) {
             return reply.data(&d);
         }
@@ -470,6 +496,7 @@ impl Filesystem for GatewayFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        let _turn = self.readers.enter();
         let (xl, appends, loc, kc, t) = (self.xl.clone(), self.appends.clone(), self.inodes.loc(ino.0), self.kc.clone(), self.kc.ticket());
         // What was remembered goes (the kernel asks for the attributes
         // after every write) and comes back updated by the write's answer.
@@ -518,6 +545,7 @@ impl Filesystem for GatewayFs {
     }
 
     fn flush(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, lock_owner: LockOwner, reply: ReplyEmpty) {
+        let _turn = self.readers.enter();
         // Every write reached the servers before it was acknowledged, and
         // nothing below buffers: a close has nothing to send, unless the
         // closing owner holds POSIX locks (a close drops them all).
@@ -538,6 +566,7 @@ impl Filesystem for GatewayFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
+        let _turn = self.readers.enter();
         // The application's close does not wait for the servers: a release
         // only lets a server free an unlinked file's space, and an unlink
         // that overtakes it leaves the space held until it arrives.
@@ -559,35 +588,42 @@ impl Filesystem for GatewayFs {
     }
 
     fn fsync(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, datasync: bool, reply: ReplyEmpty) {
+        let _turn = self.readers.enter();
         let (xl, loc) = (self.xl.clone(), self.inodes.loc(ino.0));
         self.answer(reply, async move { xl.fsync(&loc?, datasync).await }, |r, ()| r.ok());
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let _turn = self.readers.enter();
         let opened = self.inodes.loc(ino.0).map(|_| self.dirs.open());
         finish(reply, opened, |r, fh| r.opened(FileHandle(fh), FopenFlags::empty()));
     }
 
     fn readdir(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, reply: ReplyDirectory) {
+        let _turn = self.readers.enter();
         let (xl, loc, stream) = (self.xl.clone(), self.inodes.loc(ino.0), self.dirs.get(fh.0));
         first_poll::run(&self.rt, listing::readdir(xl, loc, stream, ino, offset, reply));
     }
 
     fn readdirplus(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, reply: ReplyDirectoryPlus) {
+        let _turn = self.readers.enter();
         let (xl, loc, stream) = (self.xl.clone(), self.inodes.loc(ino.0), self.dirs.get(fh.0));
         first_poll::run(&self.rt, listing::readdirplus(xl, self.kc.clone(), loc, stream, ino, offset, reply));
     }
 
     fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
+        let _turn = self.readers.enter();
         self.dirs.close(fh.0);
         reply.ok();
     }
 
     fn fsyncdir(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        let _turn = self.readers.enter();
         reply.ok();
     }
 
     fn statfs(&self, _req: &Request, ino: INodeNo, reply: ReplyStatfs) {
+        let _turn = self.readers.enter();
         let (xl, loc) = (self.xl.clone(), self.inodes.loc(ino.0));
         self.answer(reply, async move { xl.statfs(&loc?).await }, |r, s| {
             r.statfs(s.blocks, s.bfree, s.bavail, s.files, s.ffree, s.bsize, s.namelen, s.frsize)
@@ -595,27 +631,33 @@ impl Filesystem for GatewayFs {
     }
 
     fn setxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, value: &[u8], flags: i32, _position: u32, reply: ReplyEmpty) {
+        let _turn = self.readers.enter();
         self.set_xattr(ino, name, value, flags, reply)
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        let _turn = self.readers.enter();
         self.get_xattr(ino, name, size, reply)
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        let _turn = self.readers.enter();
         self.list_xattrs(ino, size, reply)
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let _turn = self.readers.enter();
         self.remove_xattr(ino, name, reply)
     }
 
     fn access(&self, _req: &Request, _ino: INodeNo, _mask: AccessFlags, reply: ReplyEmpty) {
+        let _turn = self.readers.enter();
         // Permission checks are the kernel's (default_permissions).
         reply.ok();
     }
 
     fn create(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, flags: i32, reply: ReplyCreate) {
+        let _turn = self.readers.enter();
         let (xl, inodes, fopen, fh) = (self.xl.clone(), self.inodes.clone(), self.fopen_flags(flags), self.new_fh(flags));
         let (kc, t) = (self.kc.clone(), self.kc.ticket());
         let args = parent_and_name(&inodes, parent, name)
@@ -642,6 +684,7 @@ impl Filesystem for GatewayFs {
         pid: u32,
         reply: ReplyLock,
     ) {
+        let _turn = self.readers.enter();
         let (xl, loc) = (self.xl.clone(), self.inodes.loc(ino.0));
         let work = async move {
             let lock = locks::request(lock_owner.0, start, end, locks::lock_type(typ)?, pid);
@@ -663,6 +706,7 @@ impl Filesystem for GatewayFs {
         sleep: bool,
         reply: ReplyEmpty,
     ) {
+        let _turn = self.readers.enter();
         let (xl, loc, locks) = (self.xl.clone(), self.inodes.loc(ino.0), self.locks.clone());
         let work = async move {
             let lock = locks::request(lock_owner.0, start, end, locks::lock_type(typ)?, pid);

@@ -51,26 +51,25 @@ impl Inodes {
     /// The kernel got one more reference to `fid`, found as `name` in the
     /// directory at `parent_path`. Returns its inode number.
     pub fn remember(&self, parent: &Loc, name: &str, fid: FileId) -> u64 {
-        let ino = fid.ino();
-        let loc = Loc { path: parent.child(name).path, fid: Some(fid) };
         let mut map = self.lock();
-        let node = map.entry(ino).or_insert(Node { loc: loc.clone(), lookups: 0 });
-        if node.loc.fid != Some(fid) && ino != ROOT_INO {
-            tracing::warn!(ino, old = ?node.loc.fid, new = %fid, "inode number reused by another file id");
-        }
-        node.lookups += 1;
-        if ino != ROOT_INO && node.loc.path != loc.path {
-            // Renamed elsewhere (found under a new name): what the kernel
-            // holds below it moved too, and may not be looked up again
-            // while its entries are cached.
-            let old = std::mem::replace(&mut node.loc, loc.clone());
-            if !old.path.is_empty() {
-                move_below(&mut map, &old.path, &loc.path);
+        remember_in(&mut map, &parent.path, name, fid)
+    }
+
+    /// [`Inodes::remember`] for a name in the directory with inode `parent`
+    /// (ESTALE if the kernel no longer holds it): the memo's answer to a
+    /// LOOKUP, which allocates nothing when the name is known already.
+    pub fn remember_under(&self, parent: u64, name: &str, fid: FileId) -> FsResult<u64> {
+        let ino = fid.ino();
+        let mut map = self.lock();
+        let dir = &map.get(&parent).ok_or(FsError::ESTALE)?.loc.path;
+        if map.get(&ino).is_some_and(|n| n.loc.fid == Some(fid) && is_child(&n.loc.path, dir, name)) {
+            if let Some(n) = map.get_mut(&ino) {
+                n.lookups += 1;
             }
-        } else if ino != ROOT_INO {
-            node.loc = loc;
+            return Ok(ino);
         }
-        ino
+        let dir = dir.clone();
+        Ok(remember_in(&mut map, &dir, name, fid))
     }
 
     /// Whether the kernel holds inode `ino` (so it may have it cached).
@@ -123,6 +122,40 @@ impl Inodes {
 }
 
 /// Paths strictly below `from` move below `to`.
+fn remember_in(map: &mut HashMap<u64, Node>, dir: &str, name: &str, fid: FileId) -> u64 {
+    let ino = fid.ino();
+    let path = if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") };
+    let loc = Loc { path, fid: Some(fid) };
+    let node = map.entry(ino).or_insert(Node { loc: loc.clone(), lookups: 0 });
+    if node.loc.fid != Some(fid) && ino != ROOT_INO {
+        tracing::warn!(ino, old = ?node.loc.fid, new = %fid, "inode number reused by another file id");
+    }
+    node.lookups += 1;
+    if ino != ROOT_INO && node.loc.path != loc.path {
+        // Renamed elsewhere (found under a new name): what the kernel
+        // holds below it moved too, and may not be looked up again
+        // while its entries are cached.
+        let old = std::mem::replace(&mut node.loc, loc.clone());
+        if !old.path.is_empty() {
+            move_below(map, &old.path, &loc.path);
+        }
+    } else if ino != ROOT_INO {
+        node.loc = loc;
+    }
+    ino
+}
+
+/// Whether `path` is `name` in the directory at `dir` (`Loc::child`'s form).
+fn is_child(path: &str, dir: &str, name: &str) -> bool {
+    if dir.is_empty() {
+        return path == name;
+    }
+    path.len() == dir.len() + 1 + name.len()
+        && path.starts_with(dir)
+        && path.as_bytes()[dir.len()] == b'/'
+        && path.ends_with(name)
+}
+
 fn move_below(map: &mut HashMap<u64, Node>, from: &str, to: &str) {
     for node in map.values_mut() {
         if let Some(rest) = node.loc.path.strip_prefix(from) {
@@ -170,6 +203,26 @@ mod tests {
         assert_eq!(t.loc(ino), Err(FsError::ESTALE));
         t.forget(ROOT_INO, 100);
         assert_eq!(t.loc(ROOT_INO).unwrap(), Loc::root());
+    }
+
+    #[test]
+    fn remembered_under_a_directory_inode() {
+        let t = Inodes::new();
+        let (dfid, ffid) = (FileId::from_random(1), FileId::from_random(2));
+        let d = t.remember_under(ROOT_INO, "d", dfid).unwrap();
+        let f = t.remember_under(d, "f", ffid).unwrap();
+        assert_eq!(t.remember_under(d, "f", ffid), Ok(f));
+        assert_eq!(t.loc(f).unwrap(), Loc::new("d/f", Some(ffid)));
+        // two lookups: one forget keeps it
+        t.forget(f, 1);
+        assert!(t.loc(f).is_ok());
+        // found under another name (renamed elsewhere): it moves
+        t.remember_under(ROOT_INO, "g", ffid).unwrap();
+        assert_eq!(t.loc(f).unwrap().path, "g");
+        // the same name in another directory is another place
+        t.remember_under(d, "g", ffid).unwrap();
+        assert_eq!(t.loc(f).unwrap().path, "d/g");
+        assert_eq!(t.remember_under(999, "x", ffid), Err(FsError::ESTALE));
     }
 
     #[test]

@@ -52,7 +52,7 @@ const MAX_ITEMS: usize = 200_000;
 struct Inner {
     epoch: u64,
     attrs: HashMap<u64, Attr>,
-    entries: HashMap<(u64, String), u64>,
+    entries: Entries,
     /// inodes a server said have no `security.capability`
     no_caps: HashSet<u64>,
     /// directories whose every name is in `entries` (see the module doc)
@@ -88,6 +88,45 @@ impl Inner {
     }
 }
 
+/// Names by directory: a lookup borrows the name it is asked for (one
+/// map keyed by (directory, owned name) costs an allocation per lookup).
+#[derive(Default)]
+struct Entries {
+    dirs: HashMap<u64, HashMap<Box<str>, u64>>,
+    len: usize,
+}
+
+impl Entries {
+    fn get(&self, parent: u64, name: &str) -> Option<u64> {
+        self.dirs.get(&parent)?.get(name).copied()
+    }
+
+    fn insert(&mut self, parent: u64, name: &str, ino: u64) {
+        if self.dirs.entry(parent).or_default().insert(name.into(), ino).is_none() {
+            self.len += 1;
+        }
+    }
+
+    fn remove(&mut self, parent: u64, name: &str) -> Option<u64> {
+        let names = self.dirs.get_mut(&parent)?;
+        let ino = names.remove(name)?;
+        if names.is_empty() {
+            self.dirs.remove(&parent);
+        }
+        self.len -= 1;
+        Some(ino)
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn clear(&mut self) {
+        self.dirs.clear();
+        self.len = 0;
+    }
+}
+
 /// What [`Memo::take_attrs`] hands back: what was remembered of an inode
 /// before a change here, and the ticket [`Memo::store_changed`] takes.
 pub struct Taken {
@@ -119,8 +158,8 @@ impl Memo {
     /// The attributes of what `name` in directory `parent` names.
     pub fn entry(&self, parent: u64, name: &str) -> Option<Attr> {
         let m = self.inner.lock().unwrap();
-        let ino = m.entries.get(&(parent, name.to_string()))?;
-        m.attrs.get(ino).cloned()
+        let ino = m.entries.get(parent, name)?;
+        m.attrs.get(&ino).cloned()
     }
 
     /// The bytes remembered for inode `ino` (all of the file).
@@ -134,7 +173,7 @@ impl Memo {
     /// complete and does not hold the name).
     pub fn absent(&self, parent: u64, name: &str) -> bool {
         let m = self.inner.lock().unwrap();
-        m.complete.contains(&parent) && !m.entries.contains_key(&(parent, name.to_string()))
+        m.complete.contains(&parent) && m.entries.get(parent, name).is_none()
     }
 
     /// Whether inode `ino` is remembered to have no `security.capability`.
@@ -173,7 +212,7 @@ impl Memo {
         }
         m.make_room();
         m.set_attr(a);
-        m.entries.insert((parent, name.to_string()), a.fid.ino());
+        m.entries.insert(parent, name, a.fid.ino());
         true
     }
 
@@ -190,7 +229,7 @@ impl Memo {
         m.make_room();
         let ino = a.fid.ino();
         m.set_attr(a);
-        m.entries.insert((parent, name.to_string()), ino);
+        m.entries.insert(parent, name, ino);
         match a.kind {
             xlator::FileKind::Dir => {
                 m.complete.insert(ino);
@@ -268,7 +307,7 @@ impl Memo {
     pub fn forget_entry(&self, parent: u64, name: &str) {
         let mut m = self.inner.lock().unwrap();
         m.epoch += 1;
-        if let Some(ino) = m.entries.remove(&(parent, name.to_string())) {
+        if let Some(ino) = m.entries.remove(parent, name) {
             m.drop_attrs(ino);
         }
         m.drop_attrs(parent);

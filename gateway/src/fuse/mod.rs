@@ -15,6 +15,7 @@ pub mod locks;
 mod listing;
 mod memo;
 mod opens;
+pub mod readers;
 mod xattrs;
 
 pub use fs::{GatewayFs, MAX_REQUEST};
