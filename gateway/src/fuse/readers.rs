@@ -24,10 +24,12 @@ use std::time::{Duration, Instant};
 /// How long a parked thread sleeps before it looks at the queue itself.
 const RECHECK: Duration = Duration::from_millis(200);
 
-/// How long after requests last overlapped every thread keeps reading:
-/// concurrent processes come in waves, and parking a thread at every gap
-/// between them costs a wake-up each time (4 processes statting: 84k/s
-/// parking at once, against 109k/s never parking).
+/// How long after a request last found others queued every thread keeps
+/// reading: concurrent processes come in waves, and parking a thread at
+/// every gap between them costs a wake-up each time (4 processes statting:
+/// 84k/s parking at once, against 109k/s never parking). Only a queue
+/// renews it: two threads reading, one process's requests would overlap
+/// on their way in and out and keep both reading for good.
 const LINGER: Duration = Duration::from_millis(10);
 
 #[derive(Default)]
@@ -40,8 +42,8 @@ struct State {
     tokens: usize,
     /// the session is over: nobody parks again
     closed: bool,
-    /// when requests last overlapped (two busy, or one queued behind another)
-    overlapped: Option<Instant>,
+    /// when a request last found another queued behind it
+    queued_at: Option<Instant>,
 }
 
 pub struct Readers {
@@ -75,9 +77,6 @@ impl Readers {
     pub fn enter(&self) -> Turn<'_> {
         let mut s = self.lock();
         s.busy += 1;
-        if s.busy > 1 {
-            s.overlapped = Some(Instant::now());
-        }
         if self.waiting(&s) == 0 && s.parked > s.tokens {
             drop(s);
             if self.queued() {
@@ -95,7 +94,7 @@ impl Readers {
 
     fn unpark_one(&self) {
         let mut s = self.lock();
-        s.overlapped = Some(Instant::now());
+        s.queued_at = Some(Instant::now());
         if s.parked > s.tokens {
             s.tokens += 1;
             self.wake.notify_one();
@@ -117,7 +116,7 @@ impl Readers {
         let mut s = self.lock();
         s.busy -= 1;
         // `waiting` counts this thread too
-        if s.closed || self.waiting(&s) < 2 || s.overlapped.is_some_and(|t| t.elapsed() < LINGER) {
+        if s.closed || self.waiting(&s) < 2 || s.queued_at.is_some_and(|t| t.elapsed() < LINGER) {
             return;
         }
         s.parked += 1;
@@ -135,7 +134,7 @@ impl Readers {
                 drop(s);
                 let go = self.queued();
                 s = self.lock();
-                if go || self.waiting(&s) == 0 {
+                if go {
                     break;
                 }
             }
