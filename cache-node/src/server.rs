@@ -6,8 +6,14 @@
 //!
 //! Shutdown: the acceptor, each worker thread and each connection hold a
 //! `daemon::Shutdown` token; on the stop broadcast the acceptor stops,
-//! connections finish the batch they are in, and workers cut whatever is
-//! left after [`DRAIN`]. The node's `daemon::Drain` waits for all tokens.
+//! connections finish the batch they are in, and the acceptor tells the
+//! workers to cut whatever is left after [`DRAIN`]. The node's
+//! `daemon::Drain` waits for all tokens.
+//!
+//! A worker's runtime has the I/O driver only: no timer wheel and no
+//! signal or child-process driver, each of which costs a clock read or a
+//! check on every `epoll_wait` round (issue 14's single-key profile). The
+//! one timer a worker needed, the drain bound, is the acceptor's.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -17,7 +23,7 @@ use bytes::BytesMut;
 use daemon::Shutdown;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
-use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::conns::{Conn, State};
@@ -35,13 +41,19 @@ const DRAIN: Duration = Duration::from_secs(5);
 
 type NewConn = (Accepted, OwnedSemaphorePermit);
 
-/// Starts a worker thread; it finishes (and signals `done`) after shutdown
-/// once its connections have drained. `listen_name` is the listener as
-/// `stats conns` shows it.
-fn worker(i: usize, node: Arc<Node>, shutdown: Shutdown, listen_name: Arc<str>) -> std::io::Result<(mpsc::UnboundedSender<NewConn>, oneshot::Receiver<()>)> {
+/// Starts a worker thread; it finishes (and drops `done`) after shutdown
+/// once its connections have drained, or once `cut` says the drain is
+/// over. `listen_name` is the listener as `stats conns` shows it.
+fn worker(
+    i: usize,
+    node: Arc<Node>,
+    shutdown: Shutdown,
+    listen_name: Arc<str>,
+    mut cut: tokio::sync::watch::Receiver<()>,
+    done: mpsc::Sender<()>,
+) -> std::io::Result<mpsc::UnboundedSender<NewConn>> {
     let (tx, mut rx) = mpsc::unbounded_channel::<NewConn>();
-    let (done_tx, done) = oneshot::channel();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_io().build()?;
     std::thread::Builder::new().name(format!("cache-worker-{i}")).spawn(move || {
         rt.block_on(async move {
             let mut conns = JoinSet::new();
@@ -67,12 +79,16 @@ fn worker(i: usize, node: Arc<Node>, shutdown: Shutdown, listen_name: Arc<str>) 
                     Some(_) = conns.join_next(), if !conns.is_empty() => {}
                 }
             }
-            let _ = tokio::time::timeout(DRAIN, async { while conns.join_next().await.is_some() {} }).await;
+            tokio::select! {
+                _ = async { while conns.join_next().await.is_some() {} } => {}
+                // a change or the acceptor gone: the drain is over
+                _ = cut.changed() => {}
+            }
             conns.abort_all();
         });
-        let _ = done_tx.send(());
+        drop(done);
     })?;
-    Ok((tx, done))
+    Ok(tx)
 }
 
 /// Accept until `shutdown`, dealing connections to the worker threads; returns
@@ -80,18 +96,18 @@ fn worker(i: usize, node: Arc<Node>, shutdown: Shutdown, listen_name: Arc<str>) 
 pub async fn serve(listener: Listener, node: Arc<Node>, mut shutdown: Shutdown) {
     let limit = Arc::new(Semaphore::new(node.config.max_conns));
     let mut workers = Vec::new();
-    let mut dones = Vec::new();
+    // every worker holds a `done` sender: `recv` is `None` once all have ended
+    let (done, mut all_done) = mpsc::channel::<()>(1);
+    let (cut, cut_rx) = tokio::sync::watch::channel(());
     let listen_name: Arc<str> = listener.name().into();
     node.conns.set_listener(listener.raw_fd(), listen_name.to_string(), node.store.clock.now());
     for i in 0..node.config.threads.max(1) {
-        match worker(i, node.clone(), shutdown.clone(), listen_name.clone()) {
-            Ok((tx, done)) => {
-                workers.push(tx);
-                dones.push(done);
-            }
+        match worker(i, node.clone(), shutdown.clone(), listen_name.clone(), cut_rx.clone(), done.clone()) {
+            Ok(tx) => workers.push(tx),
             Err(e) => tracing::error!("cannot start worker thread: {e}"),
         }
     }
+    drop(done);
     let mut next = 0usize;
     loop {
         let accepted = tokio::select! {
@@ -131,8 +147,9 @@ pub async fn serve(listener: Listener, node: Arc<Node>, mut shutdown: Shutdown) 
     }
     drop(listener);
     drop(workers);
-    for d in dones {
-        let _ = d.await;
+    if tokio::time::timeout(DRAIN, all_done.recv()).await.is_err() {
+        cut.send_replace(());
+        all_done.recv().await;
     }
 }
 
