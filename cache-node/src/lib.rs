@@ -76,6 +76,7 @@ mod prefetch;
 pub mod rdma;
 pub mod server;
 pub mod session;
+mod single_get;
 pub mod slabs;
 pub mod stats;
 mod stats_reply;

@@ -192,13 +192,21 @@ impl Session {
                 self.warmed = crate::prefetch::warm_run(&self.node.store, input, proto == Proto::Binary);
             }
             let t0 = self.latency.as_ref().map(|_| Instant::now());
-            let (after, used) = match proto {
-                Proto::Text => match text::parse(input, max_value) {
+            // `get <key>`: the same exec_get, without the parser's allocations
+            let single = if proto == Proto::Text { crate::single_get::single_get(input) } else { None };
+            let (after, used) = match (proto, single) {
+                (Proto::Text, Some((key, used))) => {
+                    self.exec_get(&[key], false, None, out);
+                    // a get writes out what was queued (exec_text's `flushes`)
+                    self.stacked = false;
+                    (After::Continue, used)
+                }
+                (Proto::Text, None) => match text::parse(input, max_value) {
                     Parse::Incomplete => return Progress::Continue,
                     Parse::Close => return Progress::Close,
                     Parse::Done(frame, used) => (self.exec_text(frame, out), used),
                 },
-                Proto::Binary => match binary::parse(input, max_value) {
+                (Proto::Binary, _) => match binary::parse(input, max_value) {
                     Parse::Incomplete => return Progress::Continue,
                     Parse::Close => return Progress::Close,
                     Parse::Done(frame, used) => (self.exec_binary(frame, out.buf()), used),
