@@ -177,6 +177,8 @@ impl Slot<'_> {
         // UPDATE_INTERVAL.
         let e = self.shard.lru.find(self.hash, self.key)?;
         let it = self.shard.lru.item_mut(e);
+        // every caller pins, copies or drops the value next: start its miss now
+        crate::prefetch::warm_value(&it.value);
         if !live(self.store, self.now, it) {
             let expired = it.exptime != 0 && it.exptime <= self.now;
             self.dead = Some(if expired { Dead::Expired } else { Dead::Flushed });
@@ -451,6 +453,7 @@ impl Store {
     pub fn read<R>(&self, key: &[u8], f: impl FnOnce(&mut Slot<'_>) -> R) -> R {
         let now = self.clock.now();
         let (index, hash) = self.place(key);
+        self.warm_slot(index, hash);
         let mut g = self.lock(index);
         f(&mut Slot { shard: &mut g, store: self, key, hash, index, now, dead: None })
     }
@@ -459,6 +462,7 @@ impl Store {
     /// the store is back under its byte limit.
     pub fn with<R>(&self, key: &[u8], f: impl FnOnce(&mut Slot<'_>) -> R) -> R {
         let (i, hash) = self.place(key);
+        self.warm_slot(i, hash);
         let now = self.clock.now();
         let mut g = self.lock(i);
         let r = {
