@@ -9,9 +9,10 @@
 #   MGET=0 skips them; MIXED=0 skips the single-key cells of the baseline script.
 # NODE=path runs that cache-node binary (e.g. a build of the code before a change)
 #   instead of building this tree's.
-# BEFORE=path adds that cache-node binary (the code before a change) to the
-#   multi-get cells as a third server ("before"), in the same alternation: the
-#   order of the servers rotates by one each pass (PASSES=3 puts each first once).
+# BEFORE=path adds that cache-node binary (the code before a change) as a
+#   third server ("before"), in the same alternation: the order of the servers
+#   rotates by one each pass (PASSES=3 puts each first once), in the single-key
+#   cells too (without BEFORE those run memcached first, then ours).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PASSES="${PASSES:-2}"; export DURATION="${DURATION:-8}" RUNS=1 SKIP_CAPABLE=1
@@ -63,16 +64,36 @@ mget_cells() {
   done
 }
 
+# One server's single-key cells (the baseline script's): $1 memcached, imca or before.
+mixed_cells() {
+  case "$1" in
+    memcached)
+      echo "### pass $pass: memcached $FLAGS"
+      MC_ARGS="$FLAGS" PORT=21211 "$BASELINE" ;;
+    imca)
+      echo "### pass $pass: imca cache-node $FLAGS (pid $pid)"
+      TARGET_PID=$pid "$BASELINE" "127.0.0.1:$PORT" || true ;;
+    before)
+      # shellcheck disable=SC2086
+      "$BEFORE" -l 127.0.0.1 -p $((PORT + 2)) $FLAGS & local b=$!
+      wait_up "127.0.0.1:$((PORT + 2))"
+      echo "### pass $pass: before ($BEFORE) $FLAGS (pid $b)"
+      TARGET_PID=$b "$BASELINE" "127.0.0.1:$((PORT + 2))" || true
+      kill "$b"; wait "$b" 2>/dev/null || true ;;
+  esac
+}
+
 for pass in $(seq 1 "$PASSES"); do
-  if [ "$MIXED" = 1 ]; then
-    echo "### pass $pass: memcached $FLAGS"
-    MC_ARGS="$FLAGS" PORT=21211 "$BASELINE"
-  fi
   # shellcheck disable=SC2086
   "$NODE" -l 127.0.0.1 -p "$PORT" $FLAGS & pid=$!
+  wait_up "127.0.0.1:$PORT"
   if [ "$MIXED" = 1 ]; then
-    echo "### pass $pass: imca cache-node $FLAGS (pid $pid)"
-    TARGET_PID=$pid "$BASELINE" "127.0.0.1:$PORT" || true
+    order=(memcached imca)
+    [ -n "${BEFORE:-}" ] && order+=(before)
+    n=${#order[@]}
+    for i in $(seq 0 $((n - 1))); do
+      if [ -n "${BEFORE:-}" ]; then mixed_cells "${order[$(((i + pass - 1) % n))]}"; else mixed_cells "${order[$i]}"; fi
+    done
   fi
   if [ "$MGET" = 1 ]; then
     echo "### pass $pass: multi-get, value ${MGET_SIZE} B, get:set 0.9:0.1 requests, ${DURATION}s per cell"
