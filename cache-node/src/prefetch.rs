@@ -26,12 +26,13 @@
 //! the passes get the rest by overlapping.
 //!
 //! A single key (one `get`, `set`, ...) has no other key to overlap with,
-//! but its own misses can still start early ([`Store::warm_slot`],
-//! [`warm_value`]): the slot before the shard lock is taken (the lock's
-//! line is often in the other worker's cache: its miss and the slot's then
-//! overlap), and the value as soon as its entry is found, while the
-//! liveness checks and the reply's header are worked out (issue 14: on a
-//! 90 %-get single-key load these lines were ~10 % of the node's CPU).
+//! but its slot can still start loading before the shard lock is taken
+//! ([`Store::warm_slot`]; the lock's line is often in the other worker's
+//! cache, and the two misses then overlap), and the entry's two lines load
+//! together (`Table::find`). Its value is *not* prefetched as soon as the
+//! entry is found: measured in-process (`examples/single-key-path.rs`),
+//! that made a 2 KiB get/set mix ~10 % slower, and over TCP the value's
+//! miss only moved from pinning it to the lookup (issue 14).
 //!
 //! A run of pipelined single-key reads already in the input buffer (meta
 //! `mg`, binary GET/GETQ/GETK/GETKQ: the other ways clients batch) is
@@ -80,15 +81,6 @@ pub(crate) fn prefetch(p: *const u8) {
     let _ = p;
 }
 
-/// Starts loading what dropping or pinning `v` touches first: its
-/// refcount, 16 bytes before the bytes, and the bytes' first line.
-#[inline(always)]
-pub(crate) fn warm_value(v: &crate::store::Value) {
-    let p = std::sync::Arc::as_ptr(v).cast::<u8>();
-    prefetch(p.wrapping_sub(16));
-    prefetch(p.wrapping_add(48));
-}
-
 impl Store {
     /// Starts loading the first slot of `hash` in shard `i`, without the
     /// shard's lock (through its [`Hint`]).
@@ -118,7 +110,10 @@ impl Store {
         for (&(i, hash), k) in at.iter().zip(keys) {
             let g = self.lock(i);
             if let Some(e) = g.lru.find(hash, k) {
-                warm_value(&g.lru.item(e).value);
+                let v = std::sync::Arc::as_ptr(&g.lru.item(e).value).cast::<u8>();
+                // the refcount, 16 bytes before the bytes, and the bytes' first line
+                prefetch(v.wrapping_sub(16));
+                prefetch(v);
             }
         }
     }

@@ -177,8 +177,6 @@ impl Slot<'_> {
         // UPDATE_INTERVAL.
         let e = self.shard.lru.find(self.hash, self.key)?;
         let it = self.shard.lru.item_mut(e);
-        // every caller pins, copies or drops the value next: start its miss now
-        crate::prefetch::warm_value(&it.value);
         if !live(self.store, self.now, it) {
             let expired = it.exptime != 0 && it.exptime <= self.now;
             self.dead = Some(if expired { Dead::Expired } else { Dead::Flushed });
