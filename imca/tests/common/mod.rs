@@ -268,6 +268,9 @@ impl Drop for Daemon {
     }
 }
 
+/// How much of each daemon's log a failed test prints.
+const LOG_TAIL_ON_FAILURE: usize = 25;
+
 /// A gateway and where it is mounted.
 pub struct Gateway {
     pub daemon: Daemon,
@@ -535,6 +538,25 @@ fn mounted(mount: &Path) -> bool {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
+        // A test that failed says what every daemon said last: the
+        // temporary directory with the logs goes with the cluster.
+        if std::thread::panicking() {
+            let daemons = self.gateways.iter().map(|g| &g.daemon).chain(&self.storage).chain(&self.cache);
+            for d in daemons {
+                eprintln!("--- {} (last lines of its log) ---\n{}", d.name, d.log_tail(LOG_TAIL_ON_FAILURE));
+            }
+            // (whole logs where asked: IMCA_TEST_KEEP_LOGS=DIR)
+            if let Some(keep) = std::env::var_os("IMCA_TEST_KEEP_LOGS") {
+                let to = Path::new(&keep).join(self.dir.path().file_name().unwrap_or_default());
+                let copied = std::fs::create_dir_all(&to).and_then(|()| {
+                    std::fs::read_dir(self.logs())?.try_for_each(|e| {
+                        let e = e?;
+                        std::fs::copy(e.path(), to.join(e.file_name())).map(drop)
+                    })
+                });
+                eprintln!("logs kept in {}: {copied:?}", to.display());
+            }
+        }
         // Gateways first: they unmount on SIGTERM. Then make sure nothing is
         // left mounted before the temporary directory is removed.
         for g in &mut self.gateways {

@@ -236,7 +236,7 @@ impl Stripe {
                     // follower only here: its units would go with it.
                     return Ok(false);
                 }
-                return ok_or_gone(s.unlink(parent, name).await);
+                return self.unlink_if(i, parent, name, a.fid).await;
             }
             if known.is_some_and(|k| k.kind == FileKind::Dir) {
                 return self.move_dir(i, a.fid, Half::Stale(parent.clone(), name.to_string())).await;
@@ -260,6 +260,45 @@ impl Stripe {
                 r => ok_or_gone(r),
             }
         })
+    }
+
+    /// Unlink follower `i`'s `parent/name` if it still holds object `fid`.
+    ///
+    /// By name alone this would race the follower's own step of an
+    /// operation between servers: a rename that server 0 finished, arriving
+    /// here between the heal's look and its unlink, puts the renamed object
+    /// under the name, and the heal would remove that file's units here.
+    /// So the name is first renamed aside, to a name only the heal of that
+    /// object uses: the rename answers which object moved (the server does
+    /// it in one step). The object meant is unlinked there; any other goes
+    /// back under its name. (Listings come from server 0: the aside name is
+    /// seen by no application.)
+    async fn unlink_if(&self, i: usize, parent: &Loc, name: &str, fid: FileId) -> FsResult<bool> {
+        let s = &self.subvols[i];
+        let aside = aside_name(fid);
+        if name == aside {
+            // (a heal that stopped half-way: its walk finds the name)
+            return ok_or_gone(s.unlink(parent, name).await);
+        }
+        let flags = RenameFlags { noreplace: true, exchange: false };
+        let moved = match s.rename(parent, name, parent, &aside, flags).await {
+            Ok(r) => r.moved,
+            Err(FsError::ENOENT) => return Ok(true),
+            Err(e) => return Err(e),
+        };
+        if moved == fid {
+            return ok_or_gone(s.unlink(parent, &aside).await);
+        }
+        tracing::info!(server = i, path = %parent.child(name).path, "stripe heal: the name changed under the heal; put back");
+        match s.rename(parent, &aside, parent, name, flags).await {
+            Ok(_) => Ok(false),
+            // Made again meanwhile (another gateway's heal linked the same
+            // object there): the aside name is a second one.
+            Err(FsError::EEXIST) if s.lookup(parent, name).await.is_ok_and(|a| a.fid == moved) => {
+                ok_or_gone(s.unlink(parent, &aside).await).map(|_| false)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Make server 0's object `f` at `parent/name` on follower `i`, which
@@ -318,6 +357,12 @@ impl Stripe {
         self.subvols[i].rename(&fp, &fname, &tp, &tname, flags).await?;
         Ok(true)
     }
+}
+
+/// Where [`Stripe::unlink_if`] puts a follower's name of object `fid`
+/// before it knows which object that is.
+fn aside_name(fid: FileId) -> String {
+    format!(".imca-heal-{:032x}", fid.0)
 }
 
 /// A removal that finds the name already gone did what it was asked.

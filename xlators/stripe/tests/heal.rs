@@ -263,3 +263,58 @@ async fn a_chmod_the_follower_got_first_is_reverted_then_repaired() {
     assert_eq!(s.lookup(&root, "f").await.unwrap().perm, 0o600);
     assert_eq!(mode_owner(&m1, "f").await.0, 0o600);
 }
+
+/// A follower on which a rename that server 0 already applied lands just
+/// before the heal's first change of `name` there: the race between a
+/// lookup's heal and another gateway's rename that is between servers.
+struct RenameLandsFirst {
+    next: Next,
+    /// the pending follower step: rename `.0` over `.1`, once
+    pending: std::sync::Mutex<Option<(String, String)>>,
+}
+
+impl RenameLandsFirst {
+    async fn land(&self, name: &str) {
+        let step = self.pending.lock().unwrap().take_if(|(_, to)| to == name);
+        if let Some((from, to)) = step {
+            self.next.rename(&Loc::root(), &from, &Loc::root(), &to, RenameFlags::default()).await.unwrap();
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Translator for RenameLandsFirst {
+    fn name(&self) -> &str {
+        "rename-lands-first"
+    }
+    fn next(&self) -> Option<&Next> {
+        Some(&self.next)
+    }
+    async fn unlink(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
+        self.land(name).await;
+        self.next.unlink(parent, name).await
+    }
+    async fn rename(&self, p: &Loc, name: &str, np: &Loc, nn: &str, flags: RenameFlags) -> FsResult<Renamed> {
+        self.land(name).await;
+        self.next.rename(p, name, np, nn, flags).await
+    }
+}
+
+#[tokio::test]
+async fn a_heal_racing_a_rename_between_servers_keeps_the_renamed_file() {
+    let (m0, m1): (Next, Next) = (memory::memory(), memory::memory());
+    let racing = std::sync::Arc::new(RenameLandsFirst { next: m1.clone(), pending: Default::default() });
+    let s = Stripe::new(vec![m0.clone(), racing.clone()], UNIT).unwrap().with_heal_grace(std::time::Duration::ZERO);
+    let root = Loc::root();
+    file_with_data(&s, &root, "f", 40).await;
+    let new = file_with_data(&s, &root, "tmp", 41).await;
+    // Another gateway's `rename tmp f` reached server 0; its follower step
+    // arrives while this gateway's lookup heals `f` there.
+    m0.rename(&root, "tmp", &root, "f", RenameFlags::default()).await.unwrap();
+    *racing.pending.lock().unwrap() = Some(("tmp".into(), "f".into()));
+    assert_eq!(s.lookup(&root, "f").await.unwrap().fid, new.fid);
+    assert!(racing.pending.lock().unwrap().is_none(), "the rename landed during the heal");
+    let at = Loc { path: "f".into(), fid: Some(new.fid) };
+    assert_eq!(s.read(&at, 0, 2 * UNIT as u32).await.unwrap(), data(), "the follower's unit of the renamed file survives the heal");
+    assert_agree(&m0, &m1).await;
+}
