@@ -126,23 +126,36 @@ impl GatewayFs {
     /// A fresh handle for an open with `flags`; its low bit says whether
     /// it bypasses the kernel's pages ([`GatewayFs::fopen_flags`]).
     fn new_fh(&self, flags: i32) -> FileHandle {
-        FileHandle(self.next_fh.fetch_add(1, Relaxed) << 1 | u64::from(for_appending(flags)))
+        FileHandle(self.next_fh.fetch_add(1, Relaxed) << 1 | u64::from(direct_io(flags)))
     }
 
-    /// An open for appending gets direct I/O: each write reaches the
-    /// gateway as the application made it, and the gateway, not the
-    /// kernel's idea of the size, decides where it lands (see `append`).
-    /// Its pages would be written at the kernel's end otherwise.
     fn fopen_flags(&self, flags: i32) -> FopenFlags {
         let mut f = FopenFlags::empty();
         if self.kc.keep_cache() {
             f |= FopenFlags::FOPEN_KEEP_CACHE;
         }
-        if for_appending(flags) {
+        if direct_io(flags) {
             f |= FopenFlags::FOPEN_DIRECT_IO;
         }
         f
     }
+}
+
+/// Which opens bypass the kernel's pages.
+///
+/// - For appending: each write reaches the gateway as the application
+///   made it, and the gateway, not the kernel's idea of the size, decides
+///   where it lands (see `append`). Its pages would be written at the
+///   kernel's end otherwise.
+/// - Write-only: the pages a cached write fills would never be read. The
+///   write moves the file's mtime past the one the kernel holds, and the
+///   next attributes it fetches (at once, by a read; or by a LOOKUP once
+///   the TTL ran out: a `stat` after an untar) make `FUSE_AUTO_INVAL_DATA`
+///   drop them again. Direct writes skip filling and dropping them, and
+///   one copy. (A reader of the file through this kernel is served from
+///   the gateway's memo, or the bank, as after any write.)
+fn direct_io(open_flags: i32) -> bool {
+    for_appending(open_flags) || open_flags & libc::O_ACCMODE == libc::O_WRONLY
 }
 
 fn for_appending(open_flags: i32) -> bool {
