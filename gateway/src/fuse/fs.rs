@@ -5,10 +5,13 @@
 //! thread until it first waits (`first_poll`), then as a task on the tokio
 //! runtime that owns its reply and answers when the pipeline does, so one
 //! slow read never holds up others.
+//!
+//! The handlers of an open file's life are in `open_files`, those of
+//! extended attributes in `xattrs`; this file keeps the names and
+//! attributes, and the one `Filesystem` impl that dispatches them all.
 
 use super::ahead::Ahead;
 use super::answer::{answer, finish, Answer};
-use super::contents;
 use super::append::Appends;
 use super::convert;
 use super::dirs::DirStreams;
@@ -19,38 +22,33 @@ use super::kernel_cache::KernelCache;
 use super::locks::{self, LockOwners};
 use super::opens::Opens;
 use super::readers::Readers;
-use bytes::Bytes;
 use fuser::*;
 use std::ffi::OsStr;
 use std::future::Future;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 use xlator::{Attr, FileId, FsError, FsResult, Loc, NewFile, Next, Owner, SetAttr, TimeSet};
 
 /// FUSE requests up to this size (read and write).
 pub const MAX_REQUEST: u32 = 1 << 20;
 
-/// How long an append's answer waits for the kernel to drop other openers'
-/// pages of the range (it takes microseconds; see `write`).
-const PAGES_DROPPED: Duration = Duration::from_secs(1);
-
 pub struct GatewayFs {
-    rt: tokio::runtime::Handle,
+    pub(super) rt: tokio::runtime::Handle,
     pub(super) xl: Next,
     pub(super) inodes: Arc<Inodes>,
     dirs: Arc<DirStreams>,
     /// what the kernel may cache, for how long (leases and callbacks)
     pub(super) kc: Arc<KernelCache>,
     /// O_APPEND writes, ordered by each file's ordering server (see `append`)
-    appends: Arc<Appends>,
+    pub(super) appends: Arc<Appends>,
     /// which lock owners locked what through this gateway (for close)
-    locks: Arc<LockOwners>,
+    pub(super) locks: Arc<LockOwners>,
     /// a fresh handle per open: OFD locks are dropped by the open file's release
-    next_fh: AtomicU64,
+    pub(super) next_fh: AtomicU64,
     /// opens still on their way to the servers (kernel caching on)
-    opens: Arc<Opens>,
+    pub(super) opens: Arc<Opens>,
     /// directories listed ahead of a walk's lookups
     ahead: Arc<Ahead>,
     /// how many fuser threads wait on the device (see `readers`)
@@ -122,49 +120,6 @@ impl GatewayFs {
         self.kc.changing_inode(parent.0);
         Changing { kc: self.kc.clone(), ino: parent.0, t }
     }
-
-    /// A fresh handle for an open with `flags`; its low bit says whether
-    /// it bypasses the kernel's pages ([`GatewayFs::fopen_flags`]).
-    fn new_fh(&self, flags: i32) -> FileHandle {
-        FileHandle(self.next_fh.fetch_add(1, Relaxed) << 1 | u64::from(direct_io(flags)))
-    }
-
-    fn fopen_flags(&self, flags: i32) -> FopenFlags {
-        let mut f = FopenFlags::empty();
-        if self.kc.keep_cache() {
-            f |= FopenFlags::FOPEN_KEEP_CACHE;
-        }
-        if direct_io(flags) {
-            f |= FopenFlags::FOPEN_DIRECT_IO;
-        }
-        f
-    }
-}
-
-/// Which opens bypass the kernel's pages.
-///
-/// - For appending: each write reaches the gateway as the application
-///   made it, and the gateway, not the kernel's idea of the size, decides
-///   where it lands (see `append`). Its pages would be written at the
-///   kernel's end otherwise.
-/// - Write-only: the pages a cached write fills would never be read. The
-///   write moves the file's mtime past the one the kernel holds, and the
-///   next attributes it fetches (at once, by a read; or by a LOOKUP once
-///   the TTL ran out: a `stat` after an untar) make `FUSE_AUTO_INVAL_DATA`
-///   drop them again. Direct writes skip filling and dropping them, and
-///   one copy. (A reader of the file through this kernel is served from
-///   the gateway's memo, or the bank, as after any write.)
-fn direct_io(open_flags: i32) -> bool {
-    for_appending(open_flags) || open_flags & libc::O_ACCMODE == libc::O_WRONLY
-}
-
-fn for_appending(open_flags: i32) -> bool {
-    open_flags & libc::O_APPEND != 0
-}
-
-/// Whether handle `fh` was opened with direct I/O ([`GatewayFs::new_fh`]).
-fn is_direct(fh: FileHandle) -> bool {
-    fh.0 & 1 == 1
 }
 
 /// What [`GatewayFs::changing_dir`] forgets again once the change is answered.
@@ -463,19 +418,7 @@ impl Filesystem for GatewayFs {
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let _turn = self.readers.enter();
-        let (xl, loc, fopen, fh) = (self.xl.clone(), self.inodes.loc(ino.0), self.fopen_flags(flags.0), self.new_fh(flags.0));
-        if !self.kc.keep_cache() {
-            // Without kernel caching, an open is the moment close-to-open
-            // consistency is checked: it waits, as it always did.
-            return self.answer(reply, async move { xl.open(&loc?, flags.0).await }, move |r, ()| r.opened(fh, fopen));
-        }
-        let loc = match loc {
-            Ok(l) => l,
-            Err(e) => return finish(reply, Err::<(), _>(e), |_, ()| ()),
-        };
-        // Nothing the application sees depends on it (see `opens`).
-        self.opens.start(&self.rt, fh.0, async move { xl.open(&loc, flags.0).await });
-        reply.opened(fh, fopen);
+        self.open_file(ino, flags, reply)
     }
 
     fn read(
@@ -510,63 +453,12 @@ impl Filesystem for GatewayFs {
         reply: ReplyWrite,
     ) {
         let _turn = self.readers.enter();
-        let (xl, appends, loc, kc, t) = (self.xl.clone(), self.appends.clone(), self.inodes.loc(ino.0), self.kc.clone(), self.kc.ticket());
-        // What was remembered goes (the kernel asks for the attributes
-        // after every write) and comes back updated by the write's answer.
-        let before = kc.changing_attrs(ino.0);
-        // fuser reuses its receive buffer: this is the one copy of the payload.
-        let data = Bytes::copy_from_slice(data);
-        // (A page written back from a shared mapping is no append, whatever
-        // the flags of the open file it goes through.)
-        let is_append = for_appending(flags.0) && !write_flags.contains(WriteFlags::FUSE_WRITE_CACHE);
-        let work = async move {
-            let loc = loc?;
-            if !is_append {
-                let r = xl.write(&loc, offset, data.clone()).await;
-                let after = r.as_ref().ok().zip(before.attr.as_ref()).and_then(|(w, b)| w.attr_after(b));
-                // (a short write leaves the file's bytes unknown)
-                let whole = r.as_ref().is_ok_and(|w| w.written as usize == data.len());
-                let content = after.as_ref().filter(|_| whole).and_then(|a| contents::after_write(before.content, offset, &data, a.size));
-                kc.changed_attrs(t, before.ticket, ino.0, after.as_ref(), content);
-                return r;
-            }
-            // The kernel's idea of the end may be stale (another gateway
-            // appended): the file's ordering server gives the turn, the
-            // volume's size the place.
-            let r = appends.append(&xl, &loc, ino.0, data).await;
-            kc.changing_inode(ino.0);
-            let (at, w) = r?;
-            if is_direct(fh) {
-                // Another opener's pages of that range, and every opener's
-                // size, go before the application hears of it. (Bounded: a
-                // kernel that kept this write in its pages after all would
-                // hold them locked until answered.)
-                let drop = kc.written_elsewhere(ino.0, at, u64::from(w.written));
-                if tokio::time::timeout(PAGES_DROPPED, drop).await.is_err() {
-                    tracing::warn!(ino = ino.0, "the kernel did not drop an append's pages in time");
-                }
-            } else if at != offset {
-                // O_APPEND set after the open (fcntl): the kernel holds
-                // the pages of the range it believed locked until this is
-                // answered, then keeps them: they go once it lets go.
-                let from = at.min(offset);
-                tokio::spawn(async move { kc.written_elsewhere(ino.0, from, 0).await });
-            }
-            Ok(w)
-        };
-        self.answer(reply, work, |r, w| r.written(w.written));
+        self.write_file(ino, fh, offset, data, write_flags, flags, reply)
     }
 
     fn flush(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, lock_owner: LockOwner, reply: ReplyEmpty) {
         let _turn = self.readers.enter();
-        // Every write reached the servers before it was acknowledged, and
-        // nothing below buffers: a close has nothing to send, unless the
-        // closing owner holds POSIX locks (a close drops them all).
-        if !self.locks.involved(ino.0, lock_owner.0) {
-            return reply.ok();
-        }
-        let (xl, locks, loc) = (self.xl.clone(), self.locks.clone(), self.inodes.loc(ino.0));
-        self.answer(reply, async move { locks.flush(&xl, &loc?, ino.0, lock_owner.0).await }, |r, ()| r.ok());
+        self.flush_file(ino, lock_owner, reply)
     }
 
     fn release(
@@ -580,24 +472,7 @@ impl Filesystem for GatewayFs {
         reply: ReplyEmpty,
     ) {
         let _turn = self.readers.enter();
-        // The application's close does not wait for the servers: a release
-        // only lets a server free an unlinked file's space, and an unlink
-        // that overtakes it leaves the space held until it arrives.
-        let (xl, loc, locks, opens) = (self.xl.clone(), self.inodes.loc(ino.0), self.locks.clone(), self.opens.clone());
-        reply.ok();
-        first_poll::run(&self.rt, async move {
-            let landed = opens.landed(fh.0).await;
-            if let Ok(loc) = loc {
-                // The open file's OFD and flock locks go with it.
-                locks.release(&xl, &loc, ino.0, fh.0, lock_owner.map(|o| o.0)).await;
-                if !landed {
-                    return;
-                }
-                if let Err(e) = xl.release(&loc).await {
-                    tracing::debug!(path = %loc.path, ?e, "release failed");
-                }
-            }
-        });
+        self.release_file(ino, fh, lock_owner, reply)
     }
 
     fn fsync(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, datasync: bool, reply: ReplyEmpty) {
