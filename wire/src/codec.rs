@@ -204,6 +204,7 @@ record!(SetAttr { perm, uid, gid, size, atime, mtime });
 record!(Owner { uid, gid });
 record!(NewFile { name, fid, perm, owner, exclusive });
 record!(DirEntry { name, kind, fid, next, attr });
+record!(DirName { name, next });
 record!(StatFs { blocks, bfree, bavail, files, ffree, bsize, namelen, frsize });
 record!(RenameFlags { noreplace, exchange });
 record!(XattrFlags { create, replace });

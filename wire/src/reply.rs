@@ -41,6 +41,8 @@ pub enum Reply {
     Lock(Lock),
     /// getattrs: one per object asked about, None where it failed
     Attrs(Vec<Option<Attr>>),
+    /// names: a listing without its objects
+    DirNames(Vec<DirName>),
 }
 
 /// A decoded reply.
@@ -126,6 +128,11 @@ pub fn encode_reply(epoch: u64, result: &Result<Reply, FsError>) -> Message {
                 w.put_u8(14);
                 x.enc(&mut w)
             }
+            Reply::DirNames(x) => {
+                w.reserve(x.len() * 32);
+                w.put_u8(15);
+                x.enc(&mut w)
+            }
         },
     }
     Message::new(w.freeze(), bulk)
@@ -160,6 +167,7 @@ pub fn decode_reply(msg: &Message) -> Result<ReplyMsg, WireError> {
         }),
         13 => Ok(Reply::Lock(Dec::dec(&mut r)?)),
         14 => Ok(Reply::Attrs(Dec::dec(&mut r)?)),
+        15 => Ok(Reply::DirNames(Dec::dec(&mut r)?)),
         t => return Err(WireError::BadTag { what: "reply", tag: t }),
     };
     r.finish()?;
@@ -205,6 +213,7 @@ shapes!(
     Vec<String> => Names,
     Lock => Lock,
     Vec<Option<Attr>> => Attrs,
+    Vec<DirName> => DirNames,
 );
 
 impl ReplyShape for () {

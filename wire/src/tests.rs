@@ -127,6 +127,7 @@ fn request() -> impl Strategy<Value = Request> {
         (loc(), lock()).prop_map(|(loc, lock)| Request::Getlk { loc, lock }),
         (loc(), lock(), any::<bool>()).prop_map(|(loc, lock, wait)| Request::Setlk { loc, lock, wait }),
         proptest::collection::vec(loc(), 0..8).prop_map(|locs| Request::Getattrs { locs }),
+        (loc(), any::<u64>(), any::<u32>()).prop_map(|(loc, cookie, max)| Request::Names { loc, cookie, max }),
         Just(Request::GetVolumeConfig {}),
         config().prop_map(|config| Request::SetVolumeConfig { config }),
         any::<(u64, u64)>().prop_map(|(session, acked)| Request::Poll { session, acked }),
@@ -177,6 +178,8 @@ fn reply() -> impl Strategy<Value = Result<Reply, FsError>> {
             .prop_map(|((lease_ms, seq, fresh), items)| Ok(Reply::Callbacks { lease_ms, seq, fresh, items })),
         lock().prop_map(|l| Ok(Reply::Lock(l))),
         proptest::collection::vec(proptest::option::of(attr()), 0..8).prop_map(|a| Ok(Reply::Attrs(a))),
+        proptest::collection::vec((name(), any::<u64>()).prop_map(|(name, next)| DirName { name, next }), 0..8)
+            .prop_map(|n| Ok(Reply::DirNames(n))),
     ]
 }
 
@@ -274,7 +277,7 @@ fn opcodes_never_move() {
     let names = [
         "lookup", "getattr", "setattr", "readlink", "mknod", "mkdir", "create", "symlink", "link", "unlink", "rmdir",
         "rename", "open", "release", "read", "write", "flush", "fsync", "readdir", "statfs", "setxattr", "getxattr",
-        "listxattr", "removexattr", "getlk", "setlk", "getattrs",
+        "listxattr", "removexattr", "getlk", "setlk", "getattrs", "names",
     ];
     let table: Vec<(&str, u8)> = Fop::ALL.iter().map(|f| (f.name(), f.code())).collect();
     let want: Vec<(&str, u8)> = names.iter().zip(1u8..).map(|(n, c)| (*n, c)).collect();

@@ -76,6 +76,11 @@ macro_rules! for_each_fop {
             /// a getattr of that one would have failed. At most
             /// [`crate::MAX_GETATTRS`] a call (more: EINVAL).
             Getattrs getattrs = 27 (locs: &[Loc] as Vec<Loc>) -> Vec<Option<Attr>>;
+            /// A listing's names only, as `readdir` would list them (same
+            /// cookies), without opening a single entry: a server reads the
+            /// directory's own blocks and no inode, which is all a cold disk
+            /// spends on a listing whose objects the bank knows.
+            Names names = 28 (loc: &Loc as Loc, cookie: u64 as u64, max: u32 as u32) -> Vec<DirName>;
         }
     };
 }

@@ -176,6 +176,14 @@ pub struct DirEntry {
     pub attr: Option<Attr>,
 }
 
+/// One name of a directory, without its object: what `names` lists.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct DirName {
+    pub name: String,
+    /// the cookie to continue listing after it (as [`DirEntry::next`])
+    pub next: u64,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
 pub struct StatFs {
     pub blocks: u64,

@@ -17,6 +17,9 @@
 //!   storage server populates the blocks while answering).
 //! - **create, mkdir, mknod, symlink, link**: the new entry and stat are
 //!   claimed before the create and filled from its reply (module `created`).
+//! - **readdir with attributes** (READDIRPLUS, stat-ahead): the names from
+//!   the servers (`names`: no inode opened), entries and stats from the bank
+//!   (module `listing`).
 //! - **the first getattr of a directory after a change through this
 //!   gateway** is asked of the storage servers directly (module `changing`:
 //!   the change deleted it from the bank).
@@ -32,6 +35,7 @@
 
 mod changing;
 mod created;
+mod listing;
 pub mod metrics;
 mod translator;
 

@@ -19,7 +19,7 @@ pub type HeldConfig = Option<Arc<CacheConfig>>;
 const MAX_HINTS: usize = 200_000;
 
 pub struct CmCache {
-    below: Next,
+    pub(crate) below: Next,
     config: watch::Receiver<HeldConfig>,
     layout: LayoutSlot,
     /// (parent, name) -> the child's id last seen: lets a lookup fetch the
@@ -122,7 +122,7 @@ pub(crate) fn claim_of(l: &Layout, h: Option<Hit>) -> Claim {
 
 /// A cached stat, if it checks (a forged or foreign value is a miss,
 /// counted by the bank's codec).
-fn stat_of(l: &Layout, key: &CacheKey, v: &Bytes, fid: FileId) -> Option<Attr> {
+pub(crate) fn stat_of(l: &Layout, key: &CacheKey, v: &Bytes, fid: FileId) -> Option<Attr> {
     l.bank.codec().decode(Kind::Stat, &key.key, v).and_then(|p| value::parse_attr(&p)).filter(|a| a.fid == fid)
 }
 
@@ -242,6 +242,15 @@ impl Translator for CmCache {
             return self.below.getattr(loc).await;
         }
         self.stat(&l, loc, fid).await
+    }
+
+    /// With attributes and a bank: the names from the servers, the rest
+    /// from the bank (module `listing`).
+    async fn readdir(&self, loc: &Loc, cookie: u64, max: u32, plus: bool) -> FsResult<Vec<DirEntry>> {
+        match (plus, self.layout(), loc.fid) {
+            (true, Some(l), Some(dir)) => self.listing(&l, loc, dir, cookie, max).await,
+            _ => self.below.readdir(loc, cookie, max, plus).await,
+        }
     }
 
     /// Every covering block in one round trip (with the stat, needed only

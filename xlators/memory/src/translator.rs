@@ -143,6 +143,11 @@ impl Translator for Memory {
         self.on(Fop::Readdir).readdir(loc, cookie, max, plus)
     }
 
+    async fn names(&self, loc: &Loc, cookie: u64, max: u32) -> FsResult<Vec<DirName>> {
+        let listed = self.on(Fop::Names).readdir(loc, cookie, max, false)?;
+        Ok(listed.into_iter().map(|e| DirName { name: e.name, next: e.next }).collect())
+    }
+
     async fn statfs(&self, _loc: &Loc) -> FsResult<StatFs> {
         Ok(self.on(Fop::Statfs).statfs())
     }

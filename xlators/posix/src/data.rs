@@ -139,17 +139,55 @@ impl Posix {
     /// entries costs one seek, not a rescan.
     pub fn readdir(&self, loc: &Loc, cookie: u64, max: u32, plus: bool) -> io::Result<Vec<DirEntry>> {
         let dir = self.resolve_dir(loc)?;
+        let max = max.clamp(1, 100_000) as usize;
+        let mut out = Vec::with_capacity(max.min(1024));
+        self.each_name(&dir, loc, cookie, |name, off| {
+            let o = match self.child(&dir, name) {
+                Ok(o) => o,
+                // removed while we were listing
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(true),
+                Err(e) => return Err(e),
+            };
+            let attr = self.attr(&o);
+            out.push(DirEntry { name: name.to_string(), kind: attr.kind, fid: o.fid, next: off, attr: plus.then_some(attr) });
+            Ok(out.len() < max)
+        })?;
+        Ok(out)
+    }
+
+    /// The names [`Posix::readdir`] would list, with the same cookies,
+    /// from the directory's own blocks: no entry is opened, so a cold disk
+    /// reads no inode.
+    pub fn names(&self, loc: &Loc, cookie: u64, max: u32) -> io::Result<Vec<DirName>> {
+        let dir = self.resolve_dir(loc)?;
+        let max = max.clamp(1, 100_000) as usize;
+        let mut out = Vec::with_capacity(max.min(1024));
+        self.each_name(&dir, loc, cookie, |name, off| {
+            out.push(DirName { name: name.to_string(), next: off });
+            Ok(out.len() < max)
+        })?;
+        Ok(out)
+    }
+
+    /// Call `each(name, cookie)` for the names of `dir` after `cookie`
+    /// (not "." and "..", nor the export's own meta directory, nor names
+    /// that are not UTF-8) until it returns false or the directory ends.
+    fn each_name(
+        &self,
+        dir: &Obj,
+        loc: &Loc,
+        cookie: u64,
+        mut each: impl FnMut(&str, u64) -> io::Result<bool>,
+    ) -> io::Result<()> {
         let d = sys::reopen(raw(&dir.fd), libc::O_RDONLY | libc::O_DIRECTORY)?;
         if cookie != 0 {
             sys::lseek(raw(&d), cookie)?;
         }
-        let max = max.clamp(1, 100_000) as usize;
-        let mut out = Vec::with_capacity(max.min(1024));
         let mut buf = vec![0u8; 64 * 1024];
-        'outer: loop {
+        loop {
             let n = sys::getdents(raw(&d), &mut buf)?;
             if n == 0 {
-                break;
+                return Ok(());
             }
             let mut at = 0;
             while at < n {
@@ -167,20 +205,11 @@ impl Posix {
                 if name == "." || name == ".." || (dir.fid == FileId::ROOT && name == META_DIR) {
                     continue;
                 }
-                let o = match self.child(&dir, name) {
-                    Ok(o) => o,
-                    // removed while we were listing
-                    Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
-                    Err(e) => return Err(e),
-                };
-                let attr = self.attr(&o);
-                out.push(DirEntry { name: name.to_string(), kind: attr.kind, fid: o.fid, next: off, attr: plus.then_some(attr) });
-                if out.len() >= max {
-                    break 'outer;
+                if !each(name, off)? {
+                    return Ok(());
                 }
             }
         }
-        Ok(out)
     }
 
     pub fn statfs(&self) -> io::Result<StatFs> {

@@ -161,6 +161,11 @@ impl Translator for PosixTranslator {
         self.run(move |x| x.readdir(&l, cookie, max, plus)).await
     }
 
+    async fn names(&self, loc: &Loc, cookie: u64, max: u32) -> FsResult<Vec<DirName>> {
+        let l = loc.clone();
+        self.run(move |x| x.names(&l, cookie, max)).await
+    }
+
     async fn statfs(&self, _loc: &Loc) -> FsResult<StatFs> {
         self.run(move |x| x.statfs()).await
     }

@@ -347,6 +347,11 @@ impl Translator for Stripe {
         Ok(entries)
     }
 
+    /// Listings come from server 0 (as `readdir`'s).
+    async fn names(&self, loc: &Loc, cookie: u64, max: u32) -> FsResult<Vec<DirName>> {
+        self.first().names(loc, cookie, max).await
+    }
+
     async fn statfs(&self, loc: &Loc) -> FsResult<StatFs> {
         merge_statfs(all_ok(self.on_all(|s| s.statfs(loc)).await)?)
     }

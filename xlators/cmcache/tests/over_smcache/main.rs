@@ -15,4 +15,5 @@
 mod bypass;
 mod coherence;
 mod hits;
+mod listing;
 mod support;

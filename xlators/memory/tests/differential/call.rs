@@ -28,6 +28,8 @@ pub enum Call {
     Fsync(Loc, bool),
     /// page size, plus
     Readdir(Loc, u32, bool),
+    /// a whole listing of names, in pages of this many
+    Names(Loc, u32),
     Statfs,
     Setxattr(Loc, String, Vec<u8>, XattrFlags),
     Getxattr(Loc, String),
@@ -74,6 +76,19 @@ pub async fn list(x: &Arc<dyn Translator>, dir: &Loc, page: u32, plus: bool) -> 
     panic!("a listing of {dir:?} never ended");
 }
 
+/// Every name of `dir` by `names`, `page` at a time (the cookies are each
+/// file system's own: only the names are compared).
+pub async fn names(x: &Arc<dyn Translator>, dir: &Loc, page: u32) -> FsResult<Vec<String>> {
+    let (mut out, mut cookie) = (Vec::new(), 0);
+    for _ in 0..10_000 {
+        let got = x.names(dir, cookie, page).await?;
+        let Some(last) = got.last() else { return Ok(out) };
+        cookie = last.next;
+        out.extend(got.into_iter().map(|n| n.name));
+    }
+    panic!("a listing of {dir:?}'s names never ended");
+}
+
 impl Call {
     /// The operation this is a call of.
     pub fn fop(&self) -> Fop {
@@ -97,6 +112,7 @@ impl Call {
             Call::Flush(..) => Fop::Flush,
             Call::Fsync(..) => Fop::Fsync,
             Call::Readdir(..) => Fop::Readdir,
+            Call::Names(..) => Fop::Names,
             Call::Statfs => Fop::Statfs,
             Call::Setxattr(..) => Fop::Setxattr,
             Call::Getxattr(..) => Fop::Getxattr,
@@ -132,6 +148,10 @@ impl Call {
                 .map(|r| format!("wrote {} {:?}", r.written, r.attr.as_ref().map(attr))),
             Call::Flush(l) => x.flush(l).await.map(|()| String::new()),
             Call::Fsync(l, d) => x.fsync(l, *d).await.map(|()| String::new()),
+            Call::Names(l, page) => names(x, l, *page).await.map(|mut v| {
+                v.sort();
+                v.join(", ")
+            }),
             Call::Readdir(l, page, plus) => list(x, l, *page, *plus).await.map(|mut v| {
                 v.sort_by(|a, b| a.name.cmp(&b.name));
                 let v: Vec<String> =

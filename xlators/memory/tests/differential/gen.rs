@@ -274,10 +274,11 @@ impl Gen {
                     _ => Call::Fsync(l, self.chance(50)),
                 }
             }
-            94..=97 => {
+            94..=96 => {
                 let page = self.rng.random_range(1..6);
                 Call::Readdir(self.dir(x).await, page, self.chance(50))
             }
+            97 => Call::Names(self.dir(x).await, self.rng.random_range(1..6)),
             98 => Call::Statfs,
             99..=102 => {
                 let (l, n) = (self.loc(x).await, self.xattr_name());
