@@ -4,6 +4,8 @@
 //! Each hit appends its `VALUE` header to the reply and *pins* its value
 //! ([`Out::value`]): a refcount taken under the shard lock, no copy. The
 //! connection then writes headers and values with one `writev` (`out.rs`).
+//! A get of one key copies a value of up to 4 KiB instead
+//! ([`Out::value_alone`]): for one value the pin costs more than the copy.
 //! Before a batch of keys is looked up, their lookups' cache misses are
 //! started together (`prefetch.rs`).
 
@@ -35,7 +37,11 @@ impl Session {
                 let (hit, dead) = node.get_dead(&mut self.cnt, key, touch, |it| {
                     len = it.value.len();
                     reply::value_header(out.buf(), key, it.flags, len, cas.then_some(it.cas));
-                    out.value(&it.value);
+                    if keys.len() == 1 {
+                        out.value_alone(&it.value);
+                    } else {
+                        out.value(&it.value);
+                    }
                     out.buf().extend_from_slice(b"\r\n");
                 });
                 if watched {
