@@ -137,6 +137,17 @@ pub struct Bank {
     opts: BankOptions,
 }
 
+/// Keys one `timeout` covers: a batch of more (a listing's 256 entries) gets
+/// one more `timeout` per this many. A busy node answers a big batch later
+/// than a small one, and its miss costs more: the servers then read what
+/// the batch held, on a cold disk an inode per key.
+const KEYS_PER_TIMEOUT: usize = 64;
+
+/// How long a batch expecting `replies` replies (keys, or lines) may take.
+fn batch_timeout(timeout: Duration, replies: usize) -> Duration {
+    timeout * (1 + replies / KEYS_PER_TIMEOUT).min(16) as u32
+}
+
 impl Bank {
     pub fn new(addrs: &[String], placement: Placement, opts: BankOptions) -> Bank {
         let node = |a: &String| {
@@ -193,8 +204,9 @@ impl Bank {
             Err(_) => return None,
         };
         let start = Instant::now();
+        let limit = batch_timeout(self.opts.timeout, expect.iter().map(Expect::replies).sum());
         let rx = conn.send(bytes, expect);
-        let res = tokio::time::timeout(self.opts.timeout, rx).await;
+        let res = tokio::time::timeout(limit, rx).await;
         self.opts.metrics.latency.with_label_values(&[op]).observe(start.elapsed().as_secs_f64());
         match res {
             Ok(Ok(Ok(replies))) => {
@@ -458,5 +470,20 @@ impl Bank {
             out.push((n.addr.clone(), !n.is_down().await));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_big_batch_gets_more_time_within_a_bound() {
+        let t = Duration::from_millis(5);
+        assert_eq!(batch_timeout(t, 1), t, "a lookup's few keys: the volume's timeout");
+        assert_eq!(batch_timeout(t, 63), t);
+        assert_eq!(batch_timeout(t, 64), 2 * t);
+        assert_eq!(batch_timeout(t, 256), 5 * t, "a listing's batch");
+        assert_eq!(batch_timeout(t, 1_000_000), 16 * t, "never more than 16 timeouts");
     }
 }

@@ -23,6 +23,16 @@ pub enum Expect {
     Line,
 }
 
+impl Expect {
+    /// Replies (values or lines) this one may bring.
+    pub fn replies(&self) -> usize {
+        match self {
+            Expect::Values(n) => *n as usize,
+            Expect::Line => 1,
+        }
+    }
+}
+
 /// One command's reply; its bytes are slices of the buffer they arrived in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reply {

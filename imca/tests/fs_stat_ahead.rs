@@ -96,3 +96,46 @@ fn what_a_stat_ahead_remembered_is_called_back() {
     assert_eq!(std::fs::metadata(b("d/f294")).unwrap().len(), 4);
     assert_eq!(std::fs::metadata(a("d/f294")).unwrap().len(), 4);
 }
+
+/// Storage server `s`'s count of `op` requests served.
+fn served(c: &Cluster, s: usize, op: &str) -> f64 {
+    let u = c.storage[s].metrics_url().expect("storage metrics");
+    http::sum(&common::http_get(&u), "imca_storage_ops_total", &[&format!("op=\"{op}\"")])
+}
+
+/// With a bank, the listing of a directory whose files another gateway
+/// made comes from the bank: the servers are asked for its names only,
+/// opening none of its files (on a cold disk, an inode read each).
+#[test]
+fn with_a_bank_a_walk_lists_names_only_and_takes_the_rest_from_the_bank() {
+    let c = ClusterSpec::new().gateways(2).cache(common::Cache::Imca(2)).storage_arg("--kernel-lease=2").start();
+    std::fs::create_dir(c.path_at(0, "d")).unwrap();
+    for i in 0..FILES {
+        // made, not written: a create fills the bank with its entry and stat
+        std::fs::File::create(c.path_at(0, &format!("d/f{i:03}"))).unwrap();
+    }
+    let listings = |c: &Cluster| [served(c, 0, "readdir"), served(c, 0, "names"), served(c, 1, "getattrs")];
+    let before = listings(&c);
+    let (t0, mut order) = (Instant::now(), 0..FILES);
+    while gateway_metric(&c, 1, "imca_gateway_stat_ahead_entries_total", "") < FILES as f64 {
+        assert!(t0.elapsed() < Duration::from_secs(20), "no stat-ahead listing of d");
+        match order.next() {
+            Some(i) => assert_eq!(std::fs::metadata(c.path_at(1, &format!("d/f{i:03}"))).unwrap().len(), 0),
+            None => std::thread::yield_now(),
+        }
+    }
+    let after = listings(&c);
+    assert_eq!(after[0] - before[0], 0.0, "no listing that opens every file");
+    assert!(after[1] - before[1] >= 2.0, "names asked of server 0: {}", after[1] - before[1]);
+    assert_eq!(after[2] - before[2], 0.0, "no attributes asked of server 1");
+    let hits = gateway_metric(&c, 1, "imca_gateway_cache_total", "op=\"listing\",result=\"hit\"");
+    assert!(hits >= (FILES - 8) as f64, "{hits} entries of the listing from the bank");
+    // and every answer is right, the listing's too (ls -l: READDIRPLUS)
+    for i in 0..FILES {
+        assert_eq!(std::fs::metadata(c.path_at(1, &format!("d/f{i:03}"))).unwrap().len(), 0);
+    }
+    let mut names: Vec<String> =
+        std::fs::read_dir(c.path_at(1, "d")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    assert_eq!(names, (0..FILES).map(|i| format!("f{i:03}")).collect::<Vec<_>>());
+}
