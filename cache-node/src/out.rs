@@ -91,7 +91,10 @@ impl Out {
     }
 
     /// Appends the only value of a reply (a single-key get): copied up to
-    /// [`COPY_ALONE_MAX`] bytes, else pinned as by [`value`](Self::value).
+    /// [`COPY_ALONE_MAX`] bytes while the buffer stays within its fresh
+    /// size (a deep pipeline of such gets pins, rather than growing and
+    /// dropping a large buffer per batch), else pinned as by
+    /// [`value`](Self::value).
     ///
     /// Pinning one 2 KiB value cost more than copying it (issue 14,
     /// docs/benchmarks.md): the pin's atomic increment stalls on the value's
@@ -103,7 +106,7 @@ impl Out {
     /// multi-get still pins: copying every value under its shard lock is
     /// what pinning removed there.
     pub fn value_alone(&mut self, v: &Value) {
-        if v.len() <= COPY_ALONE_MAX {
+        if v.len() <= COPY_ALONE_MAX && self.buf.len() + v.len() <= FRESH {
             self.buf.extend_from_slice(v);
         } else {
             self.value(v);
@@ -231,6 +234,17 @@ mod tests {
         o.value_alone(&vec![b'b'; COPY_ALONE_MAX + 1].into());
         assert_eq!(o.pinned.len(), 1);
         assert_eq!(o.into_vec(), [vec![b'a'; COPY_ALONE_MAX], vec![b'b'; COPY_ALONE_MAX + 1]].concat());
+    }
+
+    #[test]
+    fn a_lone_value_is_pinned_once_the_buffer_is_full() {
+        let mut o = Out::default();
+        o.buf().resize(FRESH - 10, b'h');
+        o.value_alone(&vec![b'a'; 11].into());
+        assert!(o.pinned.is_empty(), "short values are copied anyway");
+        o.value_alone(&vec![b'b'; PIN_MIN].into());
+        assert_eq!(o.pinned.len(), 1);
+        assert_eq!(o.len(), FRESH + 1 + PIN_MIN);
     }
 
     #[test]
