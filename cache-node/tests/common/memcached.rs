@@ -25,7 +25,20 @@ impl Memcached {
         Memcached::with(&[])
     }
 
+    /// The port is free when picked, but another test may take it before
+    /// memcached binds it: then memcached exits, and the port answers for
+    /// someone else. So the server found there must say it is this child
+    /// (`stats` pid), or the start is tried again on another port.
     pub fn with(extra: &[&str]) -> Memcached {
+        for _ in 0..5 {
+            if let Some(m) = Memcached::try_with(extra) {
+                return m;
+            }
+        }
+        panic!("memcached did not start on any of 5 free ports");
+    }
+
+    fn try_with(extra: &[&str]) -> Option<Memcached> {
         let bin = need("memcached");
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let user = if unsafe { libc_geteuid() } == 0 { vec!["-u", "root"] } else { vec![] };
@@ -37,14 +50,41 @@ impl Memcached {
             .stderr(Stdio::null())
             .spawn()
             .expect("start memcached");
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let mut m = Memcached(child, format!("127.0.0.1:{port}").parse().unwrap());
         let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(addr).is_err() {
-            assert!(Instant::now() < deadline, "memcached did not start on {addr}");
+        loop {
+            if m.0.try_wait().ok().flatten().is_some() {
+                return None; // it exited: the port was taken
+            }
+            if let Ok(s) = TcpStream::connect(m.1) {
+                return match pid_of(s) {
+                    Some(pid) => (pid == m.0.id()).then_some(m),
+                    // no ASCII `stats` here (-B binary, -Y authfile): alive is all we can check
+                    None => m.0.try_wait().ok().flatten().is_none().then_some(m),
+                };
+            }
+            assert!(Instant::now() < deadline, "memcached did not start on {}", m.1);
             std::thread::sleep(Duration::from_millis(10)); // polling readiness, not waiting for it
         }
-        Memcached(child, addr)
     }
+}
+
+/// The `pid` a server at the other end of `s` reports in `stats`.
+fn pid_of(mut s: TcpStream) -> Option<u32> {
+    use std::io::{Read, Write};
+    s.set_read_timeout(Some(Duration::from_secs(1))).ok()?; // unanswered: checked by being alive
+    s.write_all(b"stats\r\n").ok()?;
+    let mut text = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !text.ends_with(b"END\r\n") {
+        let n = s.read(&mut buf).ok()?;
+        if n == 0 || (text.is_empty() && !buf[..n].starts_with(b"STAT ")) {
+            return None; // closed, or refused (an error line)
+        }
+        text.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&text);
+    text.lines().find_map(|l| l.strip_prefix("STAT pid ")).and_then(|p| p.trim().parse().ok())
 }
 
 /// Debian's memcached on a UNIX socket (`-s path`, no TCP), killed on drop.
