@@ -5,7 +5,8 @@ use prometheus::{IntCounterVec, Opts, Registry};
 
 #[derive(Clone, Debug)]
 pub struct Metrics {
-    /// `imca_gateway_cache_total{op,result}`: `op` lookup|getattr|read,
+    /// `imca_gateway_cache_total{op,result}`: `op` lookup|getattr|read|listing
+    /// (a listing's entries, one by one),
     /// `result` hit (answered from the bank) | miss (forwarded to the
     /// storage servers) | bypass (no cache in force) | changing (the first
     /// getattr of a directory after a change through this gateway: asked
