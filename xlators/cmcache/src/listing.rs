@@ -7,8 +7,15 @@
 //!                  ─> get  d:D:<name> × n   the bank: each name's id
 //!                  ─> get  s:<id> × n       the bank: each id's merged stat
 //!                  ─> a few misses: lookup each (claims and fills the bank)
-//!                     more: the batch asked of the servers as before
+//!                     more: claim what was missing, the batch asked of the
+//!                     servers as before, and the claims filled from it
 //! ```
+//!
+//! A fill from a listing follows the claim rule of every populate: claimed
+//! before the servers are asked, so a change in between deletes the claim
+//! and the fill fails. SMCache counts a listing with attributes as a
+//! getattr of each file it lists, so a later change of one sends its stat
+//! delete again (`smcache::clean`).
 //!
 //! Listed the old way, a server opens every entry of the batch, and every
 //! server but the first is asked for its copies' attributes (`getattrs`):
@@ -22,14 +29,22 @@
 //! replaced since its listing is a miss or its new object, as a lookup
 //! just after the listing would see).
 
-use crate::translator::{stat_of, CmCache};
+use crate::translator::{cas, claim_of, stat_of, Claim, CmCache};
 use cache_bank::value::{self, Kind};
-use cache_bank::Layout;
+use cache_bank::{CacheKey, Layout};
 use xlator::*;
 
 /// Misses in one batch answered by a lookup each; past this the batch is
 /// asked of the servers whole (one request instead of many).
 const MAX_LOOKUPS: usize = 8;
+
+/// What the bank lacks for one listed name.
+enum Lack {
+    /// the entry (so the id too)
+    Entry(CacheKey),
+    /// the stat of the id the entry names
+    Stat(FileId, CacheKey),
+}
 
 impl CmCache {
     /// `readdir(loc, cookie, max, plus = true)` with a bank in force.
@@ -37,7 +52,7 @@ impl CmCache {
         let names = match self.below.names(loc, cookie, max).await {
             Ok(n) => n,
             // a server without `names` (an older one): as before
-            Err(FsError::ENOSYS) => return self.forwarded(loc, cookie, max).await,
+            Err(FsError::ENOSYS) => return self.forwarded(l, loc, cookie, max, &[]).await,
             Err(e) => return Err(e),
         };
         let dkeys: Vec<_> = names.iter().map(|n| l.keys.dentry(dir, &n.name)).collect();
@@ -53,29 +68,48 @@ impl CmCache {
             .collect();
         let skeys: Vec<_> = ids.iter().flatten().map(|&fid| l.keys.stat(fid)).collect();
         let mut stats = l.bank.get_many(&skeys, false).await.into_iter().zip(skeys);
-        let mut entries: Vec<Option<DirEntry>> = names
-            .iter()
-            .zip(&ids)
-            .map(|(n, id)| {
-                let fid = (*id)?;
-                let (h, key) = stats.next()?;
-                let attr = stat_of(l, &key, &h?.value, fid)?;
-                Some(DirEntry { name: n.name.clone(), kind: attr.kind, fid, next: n.next, attr: Some(attr) })
-            })
-            .collect();
-        let missed: Vec<usize> = (0..entries.len()).filter(|&i| entries[i].is_none()).collect();
-        if missed.len() > MAX_LOOKUPS {
-            return self.forwarded(loc, cookie, max).await;
+        let mut entries = Vec::with_capacity(names.len());
+        let mut lacks = Vec::new();
+        for ((n, id), dkey) in names.iter().zip(&ids).zip(dkeys) {
+            let Some(fid) = *id else {
+                lacks.push((n, Lack::Entry(dkey)));
+                entries.push(None);
+                continue;
+            };
+            let (h, skey) = stats.next().expect("a stat key per id");
+            match h.and_then(|h| stat_of(l, &skey, &h.value, fid)) {
+                Some(attr) => entries.push(Some(DirEntry { name: n.name.clone(), kind: attr.kind, fid, next: n.next, attr: Some(attr) })),
+                None => {
+                    lacks.push((n, Lack::Stat(fid, skey)));
+                    entries.push(None);
+                }
+            }
         }
-        self.metrics.cache.with_label_values(&["listing", "hit"]).inc_by((entries.len() - missed.len()) as u64);
-        let looked = futures::future::join_all(missed.iter().map(|&i| self.lookup(loc, &names[i].name))).await;
-        for (&i, a) in missed.iter().zip(looked) {
+        if lacks.len() > MAX_LOOKUPS {
+            return self.forwarded(l, loc, cookie, max, &lacks).await;
+        }
+        self.metrics.cache.with_label_values(&["listing", "hit"]).inc_by((entries.len() - lacks.len()) as u64);
+        // each lack alone: a lookup, or the stat of the id known (both claim and fill)
+        let filled = futures::future::join_all(lacks.iter().map(|(n, lack)| async move {
+            match lack {
+                Lack::Entry(_) => self.lookup(loc, &n.name).await,
+                Lack::Stat(fid, _) => {
+                    let mut child = loc.child(&n.name);
+                    child.fid = Some(*fid);
+                    self.stat(l, &child, *fid).await
+                }
+            }
+        }))
+        .await;
+        let mut filled = lacks.iter().zip(filled);
+        for (e, n) in entries.iter_mut().zip(&names) {
+            if e.is_some() {
+                continue;
+            }
+            let (_, a) = filled.next().expect("a lookup per lack");
             self.metrics.count("listing", "miss");
             match a {
-                Ok(attr) => {
-                    let n = &names[i];
-                    entries[i] = Some(DirEntry { name: n.name.clone(), kind: attr.kind, fid: attr.fid, next: n.next, attr: Some(attr) })
-                }
+                Ok(attr) => *e = Some(DirEntry { name: n.name.clone(), kind: attr.kind, fid: attr.fid, next: n.next, attr: Some(attr) }),
                 // removed since it was listed
                 Err(FsError::ENOENT) => {}
                 Err(e) => return Err(e),
@@ -85,15 +119,41 @@ impl CmCache {
         if entries.is_empty() && !names.is_empty() {
             // every name went away since: an empty batch would end the
             // listing, so let the servers list on past them
-            return self.forwarded(loc, cookie, max).await;
+            return self.forwarded(l, loc, cookie, max, &[]).await;
         }
         Ok(entries)
     }
 
-    /// The batch asked of the servers, as without a bank.
-    async fn forwarded(&self, loc: &Loc, cookie: u64, max: u32) -> FsResult<Vec<DirEntry>> {
+    /// The batch asked of the servers, as without a bank; what the bank
+    /// lacked of it (`lacks`) is claimed first and filled from the answer,
+    /// so the next listing finds it. A change between the claim and the
+    /// fill deletes the claim, and the fill fails: as for a lookup's.
+    async fn forwarded(&self, l: &Layout, loc: &Loc, cookie: u64, max: u32, lacks: &[(&DirName, Lack)]) -> FsResult<Vec<DirEntry>> {
+        let keys: Vec<CacheKey> = lacks
+            .iter()
+            .map(|(_, lack)| match lack {
+                Lack::Entry(k) | Lack::Stat(_, k) => k.clone(),
+            })
+            .collect();
+        let claims = if keys.is_empty() { Vec::new() } else { l.bank.claim_many(&keys, l.bank.codec().placeholder()).await };
         let entries = self.below.readdir(loc, cookie, max, true).await?;
         self.metrics.cache.with_label_values(&["listing", "miss"]).inc_by(entries.len() as u64);
+        let mut ups = Vec::new();
+        let listed: std::collections::HashMap<&str, &DirEntry> = entries.iter().map(|e| (e.name.as_str(), e)).collect();
+        for (((n, lack), key), got) in lacks.iter().zip(keys).zip(claims) {
+            let (Claim::Mine(c), Some(e)) = (claim_of(l, got), listed.get(n.name.as_str())) else { continue };
+            match lack {
+                Lack::Entry(_) => ups.push(cas(l, key, Kind::Dentry, &value::dentry_payload(e.fid, e.kind, &e.name), c)),
+                Lack::Stat(fid, _) => {
+                    if let Some(a) = e.attr.as_ref().filter(|a| a.fid == *fid) {
+                        ups.push(cas(l, key, Kind::Stat, &value::attr_payload(a), c));
+                    }
+                }
+            }
+        }
+        if !ups.is_empty() {
+            let _ = l.bank.update(&ups, None).await;
+        }
         Ok(entries)
     }
 }

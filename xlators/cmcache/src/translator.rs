@@ -135,7 +135,7 @@ impl CmCache {
     /// A file's merged stat from the bank, or from the storage servers with
     /// a claimed populate (claim, read storage, cas — a mutation's delete in
     /// between breaks the claim, so no stale stat can land).
-    async fn stat(&self, l: &Layout, loc: &Loc, fid: FileId) -> FsResult<Attr> {
+    pub(crate) async fn stat(&self, l: &Layout, loc: &Loc, fid: FileId) -> FsResult<Attr> {
         let key = l.keys.stat(fid);
         let got = l.bank.claim_many(std::slice::from_ref(&key), l.bank.codec().placeholder()).await;
         self.stat_claimed(l, loc, fid, key, got.into_iter().next().flatten()).await

@@ -266,6 +266,19 @@ impl Translator for SmCache {
         Ok(got)
     }
 
+    /// A listing with attributes may feed the gateway's populates of the
+    /// listed files' stats (CMCache fills what its bank lacked from it),
+    /// like a getattr of each.
+    async fn readdir(&self, loc: &Loc, cookie: u64, max: u32, plus: bool) -> FsResult<Vec<DirEntry>> {
+        if !plus {
+            return self.below.readdir(loc, cookie, max, plus).await;
+        }
+        let r = self.inner.clean.reading(None);
+        let got = self.below.readdir(loc, cookie, max, plus).await?;
+        r.answered_all(got.iter().map(|e| e.fid));
+        Ok(got)
+    }
+
     async fn lookup(&self, parent: &Loc, name: &str) -> FsResult<Attr> {
         let r = self.inner.clean.reading(None);
         let a = self.below.lookup(parent, name).await?;

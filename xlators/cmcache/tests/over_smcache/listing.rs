@@ -4,6 +4,7 @@
 
 use crate::support::{Spec, Stack};
 use bytes::Bytes;
+use std::sync::{Arc, Mutex};
 use xlator::*;
 
 /// `(name, id, kind, size)` of each entry, as the disk lists them.
@@ -92,6 +93,94 @@ async fn a_batch_the_bank_mostly_misses_is_listed_by_the_server() {
     let before = calls(&s);
     assert_eq!(listing(s.gw(), 256).await, want);
     assert_eq!(since(&s, before), [2, 1, 0, 0], "one listing by the server instead of 30 lookups");
+    // which filled the entries (claimed before it); the ids they name were
+    // not known then, so their stats are claimed and filled by the next
+    // listing (the server's again); the one after is the bank's
+    let before = calls(&s);
+    assert_eq!(listing(s.gw(), 256).await, want);
+    assert_eq!(since(&s, before), [2, 1, 0, 0]);
+    let before = calls(&s);
+    assert_eq!(listing(s.gw(), 256).await, want);
+    assert_eq!(since(&s, before), [2, 0, 0, 0]);
+}
+
+/// A write deletes a file's stat from the bank (a server cannot merge it);
+/// a directory of files just written is listed by the server once and
+/// filled, then listed from the bank.
+#[tokio::test]
+async fn stats_a_listing_lacked_are_filled_from_the_servers_listing() {
+    let s = Stack::start(Spec { gateways: 2, ..Spec::default() }).await;
+    for i in 0..20 {
+        s.file(&format!("f{i}"), b"").await;
+    }
+    s.populated(0, 2 * 20).await;
+    for i in 0..20 {
+        let f = s.gw().lookup(&Loc::root(), &format!("f{i}")).await.unwrap();
+        s.gw().write(&testkit::at(&format!("f{i}"), f.fid), 0, Bytes::from(vec![b'w'; i])).await.unwrap();
+    }
+    let want = disk_listing(&s).await;
+    let b = &*s.gateways[1];
+    let before = calls(&s);
+    assert_eq!(listing(b, 256).await, want);
+    assert_eq!(since(&s, before), [2, 1, 0, 0], "20 stats lacking: the server's listing");
+    let before = calls(&s);
+    assert_eq!(listing(b, 256).await, want);
+    assert_eq!(since(&s, before), [2, 0, 0, 0], "filled by it");
+}
+
+/// The server's listing is read, then a write lands (deleting the stat
+/// claim), then the listing's old attributes come back: the fill fails,
+/// and the next listing shows the write.
+#[tokio::test]
+async fn a_change_after_the_servers_listing_is_never_filled_over() {
+    let bank = testkit::TestBank::start(2).await;
+    let config = bank.config(4096);
+    let hook: Arc<Mutex<Option<Arc<WriteAfterListing>>>> = Arc::default();
+    let h = hook.clone();
+    let s = Stack::over(bank, config, Spec::default(), move |sm| {
+        let w = Arc::new(WriteAfterListing { below: sm, armed: Mutex::new(None) });
+        *h.lock().unwrap() = Some(w.clone());
+        w as Next
+    });
+    for i in 0..12 {
+        s.on_disk(&format!("g{i}"), b"old").await;
+    }
+    // arm the wrapper under the gateway: g3 is written once its next listing is read
+    let g3 = s.disk().lookup(&Loc::root(), "g3").await.unwrap();
+    let w = hook.lock().unwrap().clone().unwrap();
+    *w.armed.lock().unwrap() = Some(testkit::at("g3", g3.fid));
+    let first = listing(s.gw(), 256).await;
+    assert_eq!(first.iter().find(|r| r.0 == "g3").unwrap().3, 3, "the listing read before the write");
+    assert!(w.armed.lock().unwrap().is_none(), "the write ran");
+    let second = listing(s.gw(), 256).await;
+    assert_eq!(second.iter().find(|r| r.0 == "g3").unwrap().3, 9, "the write is seen, not the old size filled");
+    assert_eq!(second, disk_listing(&s).await);
+}
+
+struct WriteAfterListing {
+    below: Next,
+    /// the file written (through SMCache) once, right after the next listing
+    armed: Mutex<Option<Loc>>,
+}
+
+#[async_trait::async_trait]
+impl Translator for WriteAfterListing {
+    fn name(&self) -> &str {
+        "write-after-listing"
+    }
+
+    fn next(&self) -> Option<&Next> {
+        Some(&self.below)
+    }
+
+    async fn readdir(&self, loc: &Loc, cookie: u64, max: u32, plus: bool) -> FsResult<Vec<DirEntry>> {
+        let listed = self.below.readdir(loc, cookie, max, plus).await?;
+        let armed = self.armed.lock().unwrap().take();
+        if let Some(f) = armed {
+            self.below.write(&f, 0, Bytes::from_static(b"new bytes")).await.unwrap();
+        }
+        Ok(listed)
+    }
 }
 
 /// What another gateway changed shows in the next listing: the names are

@@ -203,6 +203,26 @@ async fn getattrs_make_a_stat_delete_needed_again() {
     assert_eq!(skipped(), before, "after getattrs the stat key's delete is sent again");
 }
 
+/// So may a listing with attributes (CMCache fills the stats its bank
+/// lacked from one); one without attributes may not.
+#[tokio::test]
+async fn listings_with_attributes_make_a_stat_delete_needed_again() {
+    let s = Stack::start(1, BS).await;
+    let f = s.create("f").await;
+    let skipped = || s.sm.metrics().cache_ops.with_label_values(&["invalidate", "known_empty"]).get();
+    let set = SetAttr { perm: Some(0o600), ..Default::default() };
+    s.sm.setattr(&f, &set).await.unwrap();
+    s.sm.setattr(&f, &set).await.unwrap();
+    let before = skipped();
+    assert!(before >= 1, "the second delete was known unneeded");
+    s.sm.readdir(&Loc::root(), 0, 100, false).await.unwrap();
+    s.sm.setattr(&f, &set).await.unwrap();
+    assert_eq!(skipped(), before + 1, "a listing without attributes feeds no stat");
+    s.sm.readdir(&Loc::root(), 0, 100, true).await.unwrap();
+    s.sm.setattr(&f, &set).await.unwrap();
+    assert_eq!(skipped(), before + 1, "after a listing with attributes the stat key's delete is sent again");
+}
+
 /// A file made through this server has no block in the bank until one is
 /// first stored: its writes leave the bank alone (no rewrite to wait for,
 /// no read back), and a read then finds the disk's bytes. After the
