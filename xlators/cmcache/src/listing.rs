@@ -46,13 +46,26 @@ enum Lack {
     Stat(FileId, CacheKey),
 }
 
+impl Lack {
+    fn key(&self) -> &CacheKey {
+        match self {
+            Lack::Entry(k) | Lack::Stat(_, k) => k,
+        }
+    }
+}
+
+/// The listed name `n` with its attributes.
+fn entry(n: &DirName, attr: Attr) -> DirEntry {
+    DirEntry { name: n.name.clone(), kind: attr.kind, fid: attr.fid, next: n.next, attr: Some(attr) }
+}
+
 impl CmCache {
     /// `readdir(loc, cookie, max, plus = true)` with a bank in force.
     pub(crate) async fn listing(&self, l: &Layout, loc: &Loc, dir: FileId, cookie: u64, max: u32) -> FsResult<Vec<DirEntry>> {
         let names = match self.below.names(loc, cookie, max).await {
             Ok(n) => n,
             // a server without `names` (an older one): as before
-            Err(FsError::ENOSYS) => return self.forwarded(l, loc, cookie, max, &[]).await,
+            Err(FsError::ENOSYS) => return self.forwarded(l, loc, cookie, max, &[], &[]).await,
             Err(e) => return Err(e),
         };
         let dkeys: Vec<_> = names.iter().map(|n| l.keys.dentry(dir, &n.name)).collect();
@@ -68,48 +81,43 @@ impl CmCache {
             .collect();
         let skeys: Vec<_> = ids.iter().flatten().map(|&fid| l.keys.stat(fid)).collect();
         let mut stats = l.bank.get_many(&skeys, false).await.into_iter().zip(skeys);
-        let mut entries = Vec::with_capacity(names.len());
+        // (index of the name, what the bank lacks of it)
         let mut lacks = Vec::new();
-        for ((n, id), dkey) in names.iter().zip(&ids).zip(dkeys) {
+        let mut entries: Vec<Option<DirEntry>> = vec![None; names.len()];
+        for (i, (id, dkey)) in ids.iter().zip(dkeys).enumerate() {
             let Some(fid) = *id else {
-                lacks.push((n, Lack::Entry(dkey)));
-                entries.push(None);
+                lacks.push((i, Lack::Entry(dkey)));
                 continue;
             };
             let (h, skey) = stats.next().expect("a stat key per id");
             match h.and_then(|h| stat_of(l, &skey, &h.value, fid)) {
-                Some(attr) => entries.push(Some(DirEntry { name: n.name.clone(), kind: attr.kind, fid, next: n.next, attr: Some(attr) })),
-                None => {
-                    lacks.push((n, Lack::Stat(fid, skey)));
-                    entries.push(None);
-                }
+                Some(attr) => entries[i] = Some(entry(&names[i], attr)),
+                None => lacks.push((i, Lack::Stat(fid, skey))),
             }
         }
         if lacks.len() > MAX_LOOKUPS {
-            return self.forwarded(l, loc, cookie, max, &lacks).await;
+            return self.forwarded(l, loc, cookie, max, &names, &lacks).await;
         }
-        self.metrics.cache.with_label_values(&["listing", "hit"]).inc_by((entries.len() - lacks.len()) as u64);
+        self.metrics.cache.with_label_values(&["listing", "hit"]).inc_by((names.len() - lacks.len()) as u64);
         // each lack alone: a lookup, or the stat of the id known (both claim and fill)
-        let filled = futures::future::join_all(lacks.iter().map(|(n, lack)| async move {
-            match lack {
-                Lack::Entry(_) => self.lookup(loc, &n.name).await,
-                Lack::Stat(fid, _) => {
-                    let mut child = loc.child(&n.name);
-                    child.fid = Some(*fid);
-                    self.stat(l, &child, *fid).await
+        let filled = futures::future::join_all(lacks.iter().map(|(i, lack)| {
+            let name = &names[*i].name;
+            async move {
+                match lack {
+                    Lack::Entry(_) => self.lookup(loc, name).await,
+                    Lack::Stat(fid, _) => {
+                        let mut child = loc.child(name);
+                        child.fid = Some(*fid);
+                        self.stat(l, &child, *fid).await
+                    }
                 }
             }
         }))
         .await;
-        let mut filled = lacks.iter().zip(filled);
-        for (e, n) in entries.iter_mut().zip(&names) {
-            if e.is_some() {
-                continue;
-            }
-            let (_, a) = filled.next().expect("a lookup per lack");
+        for ((i, _), a) in lacks.iter().zip(filled) {
             self.metrics.count("listing", "miss");
             match a {
-                Ok(attr) => *e = Some(DirEntry { name: n.name.clone(), kind: attr.kind, fid: attr.fid, next: n.next, attr: Some(attr) }),
+                Ok(attr) => entries[*i] = Some(entry(&names[*i], attr)),
                 // removed since it was listed
                 Err(FsError::ENOENT) => {}
                 Err(e) => return Err(e),
@@ -119,29 +127,33 @@ impl CmCache {
         if entries.is_empty() && !names.is_empty() {
             // every name went away since: an empty batch would end the
             // listing, so let the servers list on past them
-            return self.forwarded(l, loc, cookie, max, &[]).await;
+            return self.forwarded(l, loc, cookie, max, &[], &[]).await;
         }
         Ok(entries)
     }
 
     /// The batch asked of the servers, as without a bank; what the bank
-    /// lacked of it (`lacks`) is claimed first and filled from the answer,
-    /// so the next listing finds it. A change between the claim and the
-    /// fill deletes the claim, and the fill fails: as for a lookup's.
-    async fn forwarded(&self, l: &Layout, loc: &Loc, cookie: u64, max: u32, lacks: &[(&DirName, Lack)]) -> FsResult<Vec<DirEntry>> {
-        let keys: Vec<CacheKey> = lacks
-            .iter()
-            .map(|(_, lack)| match lack {
-                Lack::Entry(k) | Lack::Stat(_, k) => k.clone(),
-            })
-            .collect();
+    /// lacked of it (`lacks`, indices into `names`) is claimed first and
+    /// filled from the answer, so the next listing finds it. A change
+    /// between the claim and the fill deletes the claim, and the fill
+    /// fails: as for a lookup's.
+    async fn forwarded(
+        &self,
+        l: &Layout,
+        loc: &Loc,
+        cookie: u64,
+        max: u32,
+        names: &[DirName],
+        lacks: &[(usize, Lack)],
+    ) -> FsResult<Vec<DirEntry>> {
+        let keys: Vec<CacheKey> = lacks.iter().map(|(_, lack)| lack.key().clone()).collect();
         let claims = if keys.is_empty() { Vec::new() } else { l.bank.claim_many(&keys, l.bank.codec().placeholder()).await };
         let entries = self.below.readdir(loc, cookie, max, true).await?;
         self.metrics.cache.with_label_values(&["listing", "miss"]).inc_by(entries.len() as u64);
-        let mut ups = Vec::new();
         let listed: std::collections::HashMap<&str, &DirEntry> = entries.iter().map(|e| (e.name.as_str(), e)).collect();
-        for (((n, lack), key), got) in lacks.iter().zip(keys).zip(claims) {
-            let (Claim::Mine(c), Some(e)) = (claim_of(l, got), listed.get(n.name.as_str())) else { continue };
+        let mut ups = Vec::new();
+        for (((i, lack), key), got) in lacks.iter().zip(keys).zip(claims) {
+            let (Claim::Mine(c), Some(e)) = (claim_of(l, got), listed.get(names[*i].name.as_str())) else { continue };
             match lack {
                 Lack::Entry(_) => ups.push(cas(l, key, Kind::Dentry, &value::dentry_payload(e.fid, e.kind, &e.name), c)),
                 Lack::Stat(fid, _) => {

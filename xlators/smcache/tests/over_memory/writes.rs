@@ -186,18 +186,30 @@ async fn a_stat_no_read_could_have_refilled_is_not_deleted_again() {
     assert!(!v.has_stat_key(fid(&f)));
 }
 
+/// Stat deletes this server skipped, knowing the key empty.
+fn skipped(s: &Stack) -> u64 {
+    s.sm.metrics().cache_ops.with_label_values(&["invalidate", "known_empty"]).get()
+}
+
+/// A file changed twice, so that its stat key is known empty (the second
+/// delete was skipped), and the change to make again.
+async fn known_empty() -> (Stack, Loc, SetAttr) {
+    let s = Stack::start(1, BS).await;
+    let f = s.create("f").await;
+    let set = SetAttr { perm: Some(0o600), ..Default::default() };
+    s.sm.setattr(&f, &set).await.unwrap();
+    s.sm.setattr(&f, &set).await.unwrap();
+    assert!(skipped(&s) >= 1, "the second delete was known unneeded");
+    (s, f, set)
+}
+
 /// A listing's `getattrs` may feed a stat populate like a getattr: a
 /// mutation after it deletes the stat key again.
 #[tokio::test]
 async fn getattrs_make_a_stat_delete_needed_again() {
-    let s = Stack::start(1, BS).await;
-    let f = s.create("f").await;
-    let skipped = || s.sm.metrics().cache_ops.with_label_values(&["invalidate", "known_empty"]).get();
-    let set = SetAttr { perm: Some(0o600), ..Default::default() };
-    s.sm.setattr(&f, &set).await.unwrap();
-    s.sm.setattr(&f, &set).await.unwrap();
+    let (s, f, set) = known_empty().await;
+    let skipped = || skipped(&s);
     let before = skipped();
-    assert!(before >= 1, "the second delete was known unneeded");
     s.sm.getattrs(&[f.clone()]).await.unwrap();
     s.sm.setattr(&f, &set).await.unwrap();
     assert_eq!(skipped(), before, "after getattrs the stat key's delete is sent again");
@@ -207,14 +219,9 @@ async fn getattrs_make_a_stat_delete_needed_again() {
 /// lacked from one); one without attributes may not.
 #[tokio::test]
 async fn listings_with_attributes_make_a_stat_delete_needed_again() {
-    let s = Stack::start(1, BS).await;
-    let f = s.create("f").await;
-    let skipped = || s.sm.metrics().cache_ops.with_label_values(&["invalidate", "known_empty"]).get();
-    let set = SetAttr { perm: Some(0o600), ..Default::default() };
-    s.sm.setattr(&f, &set).await.unwrap();
-    s.sm.setattr(&f, &set).await.unwrap();
+    let (s, f, set) = known_empty().await;
+    let skipped = || skipped(&s);
     let before = skipped();
-    assert!(before >= 1, "the second delete was known unneeded");
     s.sm.readdir(&Loc::root(), 0, 100, false).await.unwrap();
     s.sm.setattr(&f, &set).await.unwrap();
     assert_eq!(skipped(), before + 1, "a listing without attributes feeds no stat");
