@@ -6,7 +6,7 @@
 //! against it unchanged.
 //!
 //! ```text
-//!  TCP or UNIX (-s) accept (listen.rs, server.rs) ──> one task per connection
+//!  TCP or UNIX (-s) accept (listen.rs, server.rs) ──> a worker (place.rs) ──> one task per connection
 //!        bytes ──> Session (session.rs) ──parse──> cache-proto frames
 //!                      │   text / meta / binary chosen by the first byte
 //!                      └──> exec_{text,meta,binary}.rs ──> Node (node.rs):
@@ -27,9 +27,11 @@
 //!
 //! ## Threads and tasks
 //! Like memcached: one acceptor task, `-t` worker threads each with its own
-//! single-threaded tokio runtime, connections dealt to workers round-robin,
-//! one task per connection (bounded by `-c`; beyond it memcached's
-//! "ERROR Too many open connections").
+//! single-threaded tokio runtime, one task per connection (bounded by `-c`;
+//! beyond it memcached's "ERROR Too many open connections"). Unlike
+//! memcached's round-robin, a TCP connection is dealt to a worker of the CPU
+//! its packets arrive on, so one client thread's connections share a worker
+//! (`place.rs`).
 //! The store is split into `16 × threads` shards, each an item table with
 //! its LRU list (`table.rs`) behind its own mutex, held only for the duration of one key's operation.
 //! One more thread, as in memcached, is the LRU maintainer (`maintainer.rs`):
@@ -72,6 +74,7 @@ pub mod maintainer;
 pub mod metrics;
 pub mod node;
 pub mod out;
+mod place;
 mod prefetch;
 pub mod rdma;
 pub mod server;

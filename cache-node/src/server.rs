@@ -1,6 +1,7 @@
 //! The socket side (TCP, or a UNIX socket with `-s`: `listen.rs`), shaped like memcached's: one acceptor, `-t` worker threads,
 //! each running its own single-threaded tokio runtime (its own epoll), and
-//! connections handed to workers round-robin. A connection lives on one
+//! connections handed to the worker of the CPU their packets arrive on
+//! (`place.rs`; memcached deals round-robin). A connection lives on one
 //! thread for its whole life, so serving a request never needs a cross-thread
 //! wake-up; a slow or stuck peer only ever blocks its own task.
 //!
@@ -30,6 +31,7 @@ use crate::conns::{Conn, State};
 use crate::listen::{Accepted, Listener};
 use crate::node::Node;
 use crate::out::Out;
+use crate::place::{self, Live, Placement};
 use crate::session::{Progress, Session};
 use crate::watch::{self, Watcher};
 
@@ -39,7 +41,9 @@ const KEEP_OUT: usize = 256 * 1024;
 /// How long shutdown waits for connections to finish their current batch.
 const DRAIN: Duration = Duration::from_secs(5);
 
-type NewConn = (Accepted, OwnedSemaphorePermit);
+/// A connection for a worker, with its `-c` permit and its count on the
+/// worker (both given back when the connection ends).
+type NewConn = (Accepted, OwnedSemaphorePermit, Live);
 
 /// Starts a worker thread; it finishes (and drops `done`) after shutdown
 /// once its connections have drained, or once `cut` says the drain is
@@ -61,7 +65,7 @@ fn worker(
             loop {
                 tokio::select! {
                     c = rx.recv() => match c {
-                        Some((s, permit)) => {
+                        Some((s, permit, live)) => {
                             let node = node.clone();
                             let rx = shutdown.clone();
                             let listen_name = listen_name.clone();
@@ -70,7 +74,7 @@ fn worker(
                                     tracing::debug!("connection: {e}");
                                 }
                                 node.stats.curr_connections.fetch_sub(1, Ordering::Relaxed);
-                                drop(permit);
+                                drop((permit, live));
                             });
                         }
                         None => break,
@@ -108,7 +112,8 @@ pub async fn serve(listener: Listener, node: Arc<Node>, mut shutdown: Shutdown) 
         }
     }
     drop(done);
-    let mut next = 0usize;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let place = Arc::new(Placement::new(workers.len(), cpus));
     loop {
         let accepted = tokio::select! {
             r = listener.accept() => r,
@@ -139,10 +144,15 @@ pub async fn serve(listener: Listener, node: Arc<Node>, mut shutdown: Shutdown) 
         if workers.is_empty() {
             break;
         }
-        next = (next + 1) % workers.len();
-        if let Err(mpsc::error::SendError((_, permit))) = workers[next].send((stream, permit)) {
+        let cpu = match &stream {
+            Accepted::Tcp(s) => place::incoming_cpu(std::os::fd::AsRawFd::as_raw_fd(s)),
+            Accepted::Unix(_) => None,
+        };
+        let live = place.deal(cpu);
+        let w = live.worker;
+        if let Err(mpsc::error::SendError(c)) = workers[w].send((stream, permit, live)) {
             node.stats.curr_connections.fetch_sub(1, Ordering::Relaxed);
-            drop(permit);
+            drop(c);
         }
     }
     drop(listener);
