@@ -13,7 +13,12 @@
 //! So a thread that finishes a request while another thread already waits
 //! in `read` parks here instead of reading. A request that arrives while
 //! no thread waits, and finds more requests queued behind it, unparks one:
-//! concurrent processes still get every thread. Parked threads look again
+//! concurrent processes still get every thread. Looking costs a `poll` of
+//! the device, a third system call beside the request's `read` and
+//! `writev`, so after a look that found no queue a lone reading thread
+//! skips the next [`LOOK_EVERY`] − 1 looks (one process's requests never
+//! queue); after one that found a queue it looks at every request again.
+//! Parked threads look again
 //! every [`RECHECK`] (a stuck request, or a connection that ended), so
 //! none is left behind when the mount goes away.
 
@@ -23,6 +28,15 @@ use std::time::{Duration, Instant};
 
 /// How long a parked thread sleeps before it looks at the queue itself.
 const RECHECK: Duration = Duration::from_millis(200);
+
+/// How many requests a lone reading thread starts, while others are
+/// parked, per look at the queue once a look found none. A memo-answered request takes a few µs
+/// on its thread and one that goes to the network is handed to the runtime
+/// at its first wait (`first_poll`), so a queue seen 8 requests late has
+/// waited some tens of µs; a `poll` on every request cost about 5 % of a
+/// one-process stat pass's rate (docs/benchmarks.md, "The first stat pass:
+/// a look at the queue every 8 requests").
+const LOOK_EVERY: u32 = 8;
 
 /// How long after a request last found others queued every thread keeps
 /// reading: concurrent processes come in waves, and parking a thread at
@@ -44,6 +58,8 @@ struct State {
     closed: bool,
     /// when a request last found another queued behind it
     queued_at: Option<Instant>,
+    /// looks to skip before the next (see the module doc)
+    skip: u32,
 }
 
 pub struct Readers {
@@ -78,9 +94,15 @@ impl Readers {
         let mut s = self.lock();
         s.busy += 1;
         if self.waiting(&s) == 0 && s.parked > s.tokens {
-            drop(s);
-            if self.queued() {
-                self.unpark_one();
+            if s.skip > 0 {
+                s.skip -= 1;
+            } else {
+                drop(s);
+                if self.queued() {
+                    self.unpark_one();
+                } else {
+                    self.lock().skip = LOOK_EVERY - 1;
+                }
             }
         }
         Turn(self)
@@ -187,13 +209,23 @@ mod tests {
         while r.lock().parked == 0 {
             std::thread::yield_now();
         }
-        // nothing queued: the parked thread stays parked
-        let turn = r.enter();
-        assert_eq!(r.lock().tokens, 0);
-        drop(turn);
-        // a second request queued behind this one: the parked thread reads
+        // nothing queued: the parked thread stays parked, however often
+        // the reading thread looks
+        for _ in 0..2 * LOOK_EVERY {
+            drop(r.enter());
+            assert_eq!(r.lock().tokens, 0);
+        }
+        // a second request queued behind this one: the parked thread reads,
+        // at the latest when the reading thread next looks
         std::io::Write::write_all(&mut std::fs::File::from(tx), b"x").unwrap();
-        let turn = r.enter();
+        let mut turn = r.enter();
+        for _ in 1..LOOK_EVERY {
+            if r.lock().tokens > 0 || t.is_finished() {
+                break;
+            }
+            drop(turn);
+            turn = r.enter();
+        }
         t.join().unwrap();
         let s = r.lock();
         assert_eq!((s.parked, s.tokens), (0, 0));
