@@ -232,6 +232,31 @@ fn writes_do_not_ask_for_capabilities_each_time_yet_still_drop_them() {
     assert_eq!(std::fs::read(&b).unwrap()[0], b'z');
 }
 
+/// `ls -l` asks for every listed name's `security.selinux`: the gateway
+/// answers "none" itself once a server said so, and a label set through
+/// another gateway is called back, so it shows at once.
+#[test]
+fn labels_asked_by_ls_are_answered_here_and_a_label_set_elsewhere_shows() {
+    let c = ClusterSpec::new().gateways(2).start();
+    let names: Vec<_> = (0..20).map(|i| format!("f{i}")).collect();
+    for n in &names {
+        std::fs::write(c.path_at(1, n), b"x").unwrap();
+    }
+    let label_everything = || names.iter().filter(|n| has_xattr(&c.path_at(0, n), "security.selinux")).count();
+    assert_eq!(label_everything(), 0);
+    let before = gateway_ops(&c, 0, "getxattr");
+    for _ in 0..3 {
+        assert_eq!(label_everything(), 0);
+    }
+    let asked = gateway_ops(&c, 0, "getxattr") - before;
+    // (a lease renewed after it lapsed forgets everything: allow one round)
+    assert!(asked <= 20.0, "{asked} label requests reached the servers for 60 asked again");
+
+    setx(&c.path_at(1, "f7"), "security.selinux", b"system_u:object_r:imca_test_t:s0").unwrap();
+    assert!(has_xattr(&c.path_at(0, "f7"), "security.selinux"), "gateway 0 sees the label set through gateway 1");
+    assert_eq!(label_everything(), 1);
+}
+
 /// Entries and attributes the kernel let expire (their TTL is at most the
 /// lease left when they were given) are re-validated by the gateway from
 /// what it answered, while its lease held and nothing was called back: a

@@ -1,11 +1,12 @@
 //! What the gateway answered by itself, without a storage server or the
 //! bank: the memo's re-validations, the absent names of directories made
-//! here, the "no capability" answers before writes, the reads of small
+//! here, the "no capability" answers before writes (and "no SELinux
+//! label" to `ls -l`), the reads of small
 //! files written here, and the names the stat-ahead listings remembered. Not seen by io-stats (these requests
 //! never enter the pipeline), so counted here for the operator.
 //!
 //! `imca_gateway_answered_here_total{op}`: op lookup | lookup_absent |
-//! getattr | capability | read; `imca_gateway_stat_ahead_entries_total`.
+//! getattr | capability | selinux | read; `imca_gateway_stat_ahead_entries_total`.
 
 use prometheus::{IntCounter, IntCounterVec, Opts, Registry};
 
@@ -14,6 +15,7 @@ pub struct Here {
     pub lookup_absent: IntCounter,
     pub getattr: IntCounter,
     pub capability: IntCounter,
+    pub selinux: IntCounter,
     pub read: IntCounter,
     answered: IntCounterVec,
     pub stat_ahead: IntCounter,
@@ -32,6 +34,7 @@ impl Default for Here {
             lookup_absent: op("lookup_absent"),
             getattr: op("getattr"),
             capability: op("capability"),
+            selinux: op("selinux"),
             read: op("read"),
             stat_ahead: IntCounter::new("imca_gateway_stat_ahead_entries_total", "Directory entries listed ahead of a walk's lookups")
                 .expect("valid metric"),

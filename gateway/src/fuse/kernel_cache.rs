@@ -19,7 +19,7 @@
 use super::here::Here;
 use super::inodes::Inodes;
 use super::contents;
-use super::memo::{Memo, MemoTicket, Taken};
+use super::memo::{Asked, Memo, MemoTicket, Taken};
 use bytes::Bytes;
 use fuser::{INodeNo, Notifier};
 use std::ffi::OsStr;
@@ -229,27 +229,30 @@ impl KernelCache {
         self.memo.clear();
     }
 
-    /// Whether inode `ino` is known to have no `security.capability`.
+    /// Whether inode `ino` is known to lack xattr `x` (see [`Asked`]).
     ///
-    /// The kernel asks for that xattr before every write to a file (to
-    /// drop the capabilities a write must drop), a network round trip per
-    /// write for an answer that is almost always "none". It is an
-    /// attribute like the others: what a server answered holds under the
-    /// lease, and a change elsewhere is called back for the inode (set and
-    /// remove xattr invalidate its attributes), which forgets it here.
-    pub fn has_no_caps(&self, ino: u64) -> bool {
-        let none = self.memo_serves().is_some() && self.memo.no_caps(ino);
+    /// A network round trip per write (`security.capability`) or per
+    /// listed name (`security.selinux`) for an answer that is almost always
+    /// "none". It is an attribute like the others: what a server answered
+    /// holds under the lease, and a change elsewhere is called back for the
+    /// inode (set and remove xattr invalidate its attributes), which
+    /// forgets it here.
+    pub fn known_absent(&self, ino: u64, x: Asked) -> bool {
+        let none = self.memo_serves().is_some() && self.memo.lacks(ino, x);
         if none {
-            self.here.capability.inc();
+            match x {
+                Asked::Capability => self.here.capability.inc(),
+                Asked::Selinux => self.here.selinux.inc(),
+            }
         }
         none
     }
 
-    /// A server said inode `ino` has no capability, in answer to a request
-    /// that started with `t` and `m`: remembered if nothing moved meanwhile.
-    pub fn learned_no_caps(&self, t: Ticket, m: MemoTicket, ino: u64) {
+    /// A server said inode `ino` lacks `x`, in answer to a request that
+    /// started with `t` and `m`: remembered if nothing moved meanwhile.
+    pub fn learned_absent(&self, t: Ticket, m: MemoTicket, ino: u64, x: Asked) {
         if !self.ttl(t).is_zero() {
-            self.memo.store_no_caps(m, ino);
+            self.memo.store_lack(m, ino, x);
         }
     }
 

@@ -1,10 +1,12 @@
 //! Extended attributes: SETXATTR, GETXATTR, LISTXATTR, REMOVEXATTR go down
 //! the pipeline. A change makes the gateway forget the file's remembered
-//! attributes and capability; a server's "no `security.capability`" is
-//! remembered under the lease, so the GETXATTR the kernel sends before
-//! every write is answered here (see `KernelCache::has_no_caps`).
+//! attributes and capability; a server's "no `security.capability`" (or
+//! "no `security.selinux`") is remembered under the lease, so the GETXATTR
+//! the kernel sends before every write, and `ls -l` for every name, is
+//! answered here (see `KernelCache::known_absent`).
 
 use super::fs::GatewayFs;
+use super::memo::Asked;
 use fuser::*;
 use std::ffi::OsStr;
 use xlator::{FsError, XattrFlags};
@@ -27,9 +29,9 @@ impl GatewayFs {
     }
 
     pub(super) fn get_xattr(&self, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        // Asked before every write (see `KernelCache::has_no_caps`).
-        let caps = name == OsStr::new("security.capability");
-        if caps && self.kc.has_no_caps(ino.0) {
+        // Asked before every write, or of every listed name (see `Asked`).
+        let asked = name.to_str().and_then(Asked::of);
+        if asked.is_some_and(|x| self.kc.known_absent(ino.0, x)) {
             return reply.error(Errno::from_i32(libc::ENODATA));
         }
         let (xl, kc, t, m) = (self.xl.clone(), self.kc.clone(), self.kc.ticket(), self.kc.memo_ticket());
@@ -37,8 +39,8 @@ impl GatewayFs {
         let work = async move {
             let (loc, name) = args?;
             let r = xl.getxattr(&loc, &name).await;
-            if caps && r == Err(FsError::ENODATA) {
-                kc.learned_no_caps(t, m, ino.0);
+            if let (Some(x), Err(FsError::ENODATA)) = (asked, &r) {
+                kc.learned_absent(t, m, ino.0, x);
             }
             r
         };
