@@ -274,3 +274,21 @@ fn o_tmpfile_is_a_clear_eopnotsupp() {
     assert_errno(r, libc::EOPNOTSUPP);
     assert_eq!(fs::read_dir(c.path("")).unwrap().count(), 0, "nothing was left behind");
 }
+
+/// Every `isatty` (each Python `open`, for one) sends the file system an
+/// ioctl: answered ENOTTY as on a local disk, and never logged as a
+/// request the gateway lacks.
+#[test]
+fn ioctls_are_enotty_as_on_a_local_disk_and_not_logged() {
+    let c = ClusterSpec::new().storage(2).gateways(1).start();
+    fs::write(c.path("f"), b"x").unwrap();
+    let f = fs::File::open(c.path("f")).unwrap();
+    let mut t = std::mem::MaybeUninit::<libc::termios>::uninit();
+    for _ in 0..3 {
+        // SAFETY: a termios for TCGETS to fill, on an open fd.
+        let r = unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&f), libc::TCGETS, t.as_mut_ptr()) };
+        assert_eq!((r, io::Error::last_os_error().raw_os_error()), (-1, Some(libc::ENOTTY)));
+    }
+    let log = c.gateways[0].daemon.log_tail(10_000);
+    assert!(!log.contains("Not Implemented"), "the gateway logged the ioctls:\n{log}");
+}
