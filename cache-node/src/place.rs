@@ -68,13 +68,13 @@ impl Placement {
             Some(cpu) => {
                 // more workers than CPUs: the CPU's workers are every cpus-th one
                 let first = if n > self.cpus { cpu % self.cpus } else { cpu % n };
-                let own = (first..n).step_by(self.cpus.min(n).max(1)).min_by_key(|&w| count(w)).unwrap_or(first);
                 let total: usize = (0..n).map(count).sum();
-                if count(own) > count(least) + slack(total) {
-                    least
-                } else {
-                    own
-                }
+                let room = count(least) + slack(total);
+                // the first of them with room, not the least busy: a client
+                // thread's connections then share one worker with `-t` above
+                // the CPU count too (with memcached's default -t 4 on 2 CPUs,
+                // spreading them over two workers kept every pair apart)
+                (first..n).step_by(self.cpus.min(n).max(1)).find(|&w| count(w) <= room).unwrap_or(least)
             }
         };
         self.live[w].fetch_add(1, Ordering::Relaxed);
@@ -141,18 +141,23 @@ mod tests {
     }
 
     #[test]
-    fn more_workers_than_cpus_use_all_workers() {
+    fn more_workers_than_cpus_fill_the_cpus_first_worker_then_the_next() {
         let p = Placement::new(4, 2);
         let mut seen = [0; 4];
-        for i in 0..8 {
+        for i in 0..16 {
             seen[p.pick(Some(i % 2))] += 1;
         }
-        assert_eq!(seen, [2, 2, 2, 2]);
-        // a CPU's connections stay within its workers
+        assert_eq!(seen, [8, 8, 0, 0]);
+        // one CPU's connections: its first worker up to the slack, then its next
         let p = Placement::new(4, 2);
-        for _ in 0..6 {
-            assert_eq!(p.pick(Some(1)) % 2, 1);
+        let w: Vec<usize> = (0..12).map(|_| p.pick(Some(1))).collect();
+        assert!(w[..9].iter().all(|&x| x == 1), "{w:?}");
+        assert!(w[9..].iter().all(|&x| x == 3), "{w:?}");
+        // and every worker is used once the slack is spent
+        for _ in 0..100 {
+            p.pick(Some(1));
         }
+        assert!(p.live.iter().all(|c| c.load(Ordering::Relaxed) > 0));
     }
 
     #[test]
