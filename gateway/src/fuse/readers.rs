@@ -18,9 +18,8 @@
 //! `writev`, so after a look that found no queue a lone reading thread
 //! skips the next [`LOOK_EVERY`] − 1 looks (one process's requests never
 //! queue); after one that found a queue it looks at every request again.
-//! Parked threads look again
-//! every [`RECHECK`] (a stuck request, or a connection that ended), so
-//! none is left behind when the mount goes away.
+//! Parked threads look again every [`RECHECK`] (a stuck request, or a
+//! connection that ended), so none is left behind when the mount goes away.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
@@ -30,12 +29,13 @@ use std::time::{Duration, Instant};
 const RECHECK: Duration = Duration::from_millis(200);
 
 /// How many requests a lone reading thread starts, while others are
-/// parked, per look at the queue once a look found none. A memo-answered request takes a few µs
-/// on its thread and one that goes to the network is handed to the runtime
-/// at its first wait (`first_poll`), so a queue seen 8 requests late has
-/// waited some tens of µs; a `poll` on every request cost about 5 % of a
-/// one-process stat pass's rate (docs/benchmarks.md, "The first stat pass:
-/// a look at the queue every 8 requests").
+/// parked, per look at the queue once a look found none. A memo-answered
+/// request takes a few µs on its thread, and one that goes to the network
+/// is handed to the runtime at its first wait (`first_poll`), so a queue
+/// seen 8 requests late has waited some tens of µs; a `poll` on every
+/// request cost about 5 % of the gateway's CPU per memo-answered LOOKUP
+/// (docs/benchmarks.md, "The first stat pass: a look at the queue every 8
+/// requests").
 const LOOK_EVERY: u32 = 8;
 
 /// How long after a request last found others queued every thread keeps
