@@ -1,8 +1,8 @@
 //! What the gateway answered by itself, without a storage server or the
 //! bank: the memo's re-validations, the absent names of directories made
-//! here, the "no capability" answers before writes (and "no SELinux
-//! label" to `ls -l`), the reads of small
-//! files written here, and the names the stat-ahead listings remembered. Not seen by io-stats (these requests
+//! here, the "no capability" answers before writes (and "no SELinux label"
+//! to `ls -l`), the reads of small files written here, and the names the
+//! stat-ahead listings remembered. Not seen by io-stats (these requests
 //! never enter the pipeline), so counted here for the operator.
 //!
 //! `imca_gateway_answered_here_total{op}`: op lookup | lookup_absent |
