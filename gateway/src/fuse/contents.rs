@@ -15,11 +15,12 @@
 //! and they are served only while the lease holds. A remembered attribute
 //! that comes back with another size or mtime drops them too.
 //!
-//! Bounded by [`BUDGET`] bytes in all; past it everything held is dropped
-//! and the count starts again.
+//! Bounded by [`BUDGET`] bytes in all; past it the files remembered
+//! longest ago go first (dropping everything at once made the next reads of
+//! the files just written go to the servers, a cliff every 64 MiB written).
 
 use bytes::Bytes;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 /// The largest file whose bytes are remembered.
 pub const MAX_FILE: u64 = 64 << 10;
@@ -30,13 +31,18 @@ const BUDGET: usize = 64 << 20;
 /// Remembered bytes per inode, within [`BUDGET`].
 #[derive(Default)]
 pub struct Contents {
-    map: HashMap<u64, Bytes>,
+    /// each file's bytes, with the number of the insert that put them
+    map: HashMap<u64, (Bytes, u64)>,
+    /// (insert number, inode), oldest first; an item whose inode was since
+    /// removed or replaced is stale and skipped
+    order: VecDeque<(u64, u64)>,
+    inserts: u64,
     bytes: usize,
 }
 
 impl Contents {
     pub fn get(&self, ino: u64) -> Option<&Bytes> {
-        self.map.get(&ino)
+        self.map.get(&ino).map(|(d, _)| d)
     }
 
     pub fn insert(&mut self, ino: u64, data: Bytes) {
@@ -44,21 +50,39 @@ impl Contents {
         if data.len() as u64 > MAX_FILE {
             return;
         }
-        if self.bytes + data.len() > BUDGET {
-            self.clear();
-        }
+        while self.bytes + data.len() > BUDGET && self.drop_oldest() {}
+        self.inserts += 1;
         self.bytes += data.len();
-        self.map.insert(ino, data);
+        self.map.insert(ino, (data, self.inserts));
+        self.order.push_back((self.inserts, ino));
+        // stale items are skipped when they come up; compact them when
+        // they outnumber the live ones (a file rewritten over and over)
+        if self.order.len() > 2 * self.map.len() + 1024 {
+            let map = &self.map;
+            self.order.retain(|(n, ino)| map.get(ino).is_some_and(|(_, m)| m == n));
+        }
+    }
+
+    /// Forget the file remembered longest ago; false if none is left.
+    fn drop_oldest(&mut self) -> bool {
+        while let Some((n, ino)) = self.order.pop_front() {
+            if self.map.get(&ino).is_some_and(|(_, m)| *m == n) {
+                self.remove(ino);
+                return true;
+            }
+        }
+        false
     }
 
     pub fn remove(&mut self, ino: u64) -> Option<Bytes> {
-        let d = self.map.remove(&ino)?;
+        let (d, _) = self.map.remove(&ino)?;
         self.bytes -= d.len();
         Some(d)
     }
 
     pub fn clear(&mut self) {
         self.map.clear();
+        self.order.clear();
         self.bytes = 0;
     }
 }
@@ -129,22 +153,29 @@ mod tests {
     }
 
     #[test]
-    fn the_budget_bounds_what_is_held() {
+    fn the_budget_bounds_what_is_held_and_the_oldest_go_first() {
         let mut c = Contents::default();
         let chunk = Bytes::from(vec![1u8; MAX_FILE as usize]);
         let per_budget = BUDGET / chunk.len();
-        for ino in 0..(per_budget as u64 + 5) {
+        let total = per_budget as u64 + 5;
+        for ino in 0..total {
             c.insert(ino, chunk.clone());
             assert!(c.bytes <= BUDGET);
         }
-        assert!(c.get(per_budget as u64 + 4).is_some(), "the newest is kept");
-        assert!(c.map.len() < per_budget);
+        assert!((0..5).all(|ino| c.get(ino).is_none()), "the oldest went");
+        assert!((5..total).all(|ino| c.get(ino).is_some()), "the rest stayed");
         c.insert(7, b("abc"));
         c.insert(7, b("abcdef"));
         assert_eq!(c.remove(7), Some(b("abcdef")));
-        let held: usize = c.map.values().map(|d| d.len()).sum();
+        let held: usize = c.map.values().map(|(d, _)| d.len()).sum();
         assert_eq!(c.bytes, held, "the count follows replacements and removals");
         c.insert(8, Bytes::from(vec![0u8; MAX_FILE as usize + 1]));
         assert!(c.get(8).is_none());
+        for _ in 0..100_000 {
+            c.insert(9, b("x"));
+        }
+        assert!(c.order.len() <= 2 * c.map.len() + 1025, "{} items queued for {} files", c.order.len(), c.map.len());
+        c.insert(10, chunk.clone());
+        assert!(c.get(9).is_some() && c.get(10).is_some(), "a file rewritten since counts from its last write");
     }
 }

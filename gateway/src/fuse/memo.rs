@@ -40,6 +40,7 @@
 //! `contents`).
 
 use super::contents::Contents;
+use super::names::Names;
 use bytes::Bytes;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -49,11 +50,20 @@ use xlator::Attr;
 /// are forgotten (see `Inner::make_room`).
 const MAX_ITEMS: usize = 200_000;
 
+/// Remembered attributes, with the memo's clock when they were last
+/// stored or answered with.
+struct Kept {
+    attr: Attr,
+    used: u64,
+}
+
 #[derive(Default)]
 struct Inner {
     epoch: u64,
-    attrs: HashMap<u64, Attr>,
-    entries: Entries,
+    /// moves at every store and every answer (see `Inner::make_room`)
+    clock: u64,
+    attrs: HashMap<u64, Kept>,
+    entries: Names,
     /// which [`Asked`] xattrs an inode is known to lack (a bit each)
     lacks: HashMap<u64, u8>,
     /// directories whose every name is in `entries` (see the module doc)
@@ -63,18 +73,28 @@ struct Inner {
 }
 
 impl Inner {
-    /// At the bound, forget about half of what is remembered, not all of
-    /// it: starting over sends the next walk of a big tree to the servers
-    /// for every name at once (most likely what made one stat pass of a
-    /// long-lived gateway run at 5,840 stats/s against 80,000+ in the
-    /// others, docs/benchmarks.md, stop 20). Any answer may be forgotten at any
-    /// time; what must still hold is that a complete directory holds every
-    /// name of it, and that bytes go only with their attributes.
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+
+    /// At the bound, forget the half of what is remembered that was used
+    /// longest ago. Starting over sends the next walk of a big tree to the
+    /// servers for every name at once (5,840 stats/s against 80,000+), and
+    /// forgetting at random does it for half the names of the directory in
+    /// use: a gateway that had seen 200,000 files stat-ed the 4,000 it had
+    /// just written at 10,000–28,000 stats/s (docs/benchmarks.md, stop 21).
+    /// Any answer may be forgotten at any time; what must still hold is
+    /// that a complete directory holds every name of it, and that bytes go
+    /// only with their attributes.
     fn make_room(&mut self) {
         if self.attrs.len() >= MAX_ITEMS {
-            let (contents, mut keep) = (&mut self.contents, false);
-            self.attrs.retain(|ino, _| {
-                keep = !keep;
+            let mut used: Vec<u64> = self.attrs.values().map(|k| k.used).collect();
+            let mid = used.len() / 2;
+            let cut = *used.select_nth_unstable(mid).1;
+            let contents = &mut self.contents;
+            self.attrs.retain(|ino, k| {
+                let keep = k.used > cut;
                 if !keep {
                     contents.remove(*ino);
                 }
@@ -94,7 +114,7 @@ impl Inner {
     /// Remember `a`; bytes remembered for another size or mtime go.
     fn set_attr(&mut self, a: &Attr) {
         let ino = a.fid.ino();
-        if let Some(old) = self.attrs.insert(ino, a.clone()) {
+        if let Some(old) = self.keep(ino, a) {
             if (old.size, old.mtime) == (a.size, a.mtime) {
                 return;
             }
@@ -102,9 +122,23 @@ impl Inner {
         self.contents.remove(ino);
     }
 
+    /// Remember `a` for `ino` as used now; hands back what it replaced.
+    fn keep(&mut self, ino: u64, a: &Attr) -> Option<Attr> {
+        let used = self.tick();
+        self.attrs.insert(ino, Kept { attr: a.clone(), used }).map(|k| k.attr)
+    }
+
+    /// The attributes remembered for `ino`, which count as used now.
+    fn use_attr(&mut self, ino: u64) -> Option<Attr> {
+        let now = self.tick();
+        let k = self.attrs.get_mut(&ino)?;
+        k.used = now;
+        Some(k.attr.clone())
+    }
+
     fn drop_attrs(&mut self, ino: u64) -> Option<Attr> {
         self.contents.remove(ino);
-        self.attrs.remove(&ino)
+        self.attrs.remove(&ino).map(|k| k.attr)
     }
 }
 
@@ -126,62 +160,6 @@ impl Asked {
             "security.selinux" => Some(Asked::Selinux),
             _ => None,
         }
-    }
-}
-
-/// Names by directory: a lookup borrows the name it is asked for (one
-/// map keyed by (directory, owned name) costs an allocation per lookup).
-#[derive(Default)]
-struct Entries {
-    dirs: HashMap<u64, HashMap<Box<str>, u64>>,
-    len: usize,
-}
-
-impl Entries {
-    fn get(&self, parent: u64, name: &str) -> Option<u64> {
-        self.dirs.get(&parent)?.get(name).copied()
-    }
-
-    fn insert(&mut self, parent: u64, name: &str, ino: u64) {
-        if self.dirs.entry(parent).or_default().insert(name.into(), ino).is_none() {
-            self.len += 1;
-        }
-    }
-
-    fn remove(&mut self, parent: u64, name: &str) -> Option<u64> {
-        let names = self.dirs.get_mut(&parent)?;
-        let ino = names.remove(name)?;
-        if names.is_empty() {
-            self.dirs.remove(&parent);
-        }
-        self.len -= 1;
-        Some(ino)
-    }
-
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Forget whole directories' names until at most `target` are left;
-    /// returns the directories forgotten.
-    fn shed(&mut self, target: usize) -> Vec<u64> {
-        let mut gone = Vec::new();
-        for (dir, names) in &self.dirs {
-            if self.len <= target {
-                break;
-            }
-            self.len -= names.len();
-            gone.push(*dir);
-        }
-        for dir in &gone {
-            self.dirs.remove(dir);
-        }
-        gone
-    }
-
-    fn clear(&mut self) {
-        self.dirs.clear();
-        self.len = 0;
     }
 }
 
@@ -210,28 +188,30 @@ impl Memo {
 
     /// The attributes remembered for inode `ino`.
     pub fn attr(&self, ino: u64) -> Option<Attr> {
-        self.inner.lock().unwrap().attrs.get(&ino).cloned()
+        self.inner.lock().unwrap().use_attr(ino)
     }
 
     /// The attributes of what `name` in directory `parent` names.
     pub fn entry(&self, parent: u64, name: &str) -> Option<Attr> {
-        let m = self.inner.lock().unwrap();
-        let ino = m.entries.get(parent, name)?;
-        m.attrs.get(&ino).cloned()
+        let mut m = self.inner.lock().unwrap();
+        let now = m.tick();
+        let ino = m.entries.get(parent, name, now)?;
+        m.use_attr(ino)
     }
 
     /// The bytes remembered for inode `ino` (all of the file).
     pub fn content(&self, ino: u64) -> Option<Bytes> {
         let m = self.inner.lock().unwrap();
-        let (a, d) = (m.attrs.get(&ino)?, m.contents.get(ino)?);
+        let (a, d) = (&m.attrs.get(&ino)?.attr, m.contents.get(ino)?);
         (a.size == d.len() as u64).then(|| d.clone())
     }
 
     /// Whether `name` is known not to exist in directory `parent` (it is
     /// complete and does not hold the name).
     pub fn absent(&self, parent: u64, name: &str) -> bool {
-        let m = self.inner.lock().unwrap();
-        m.complete.contains(&parent) && m.entries.get(parent, name).is_none()
+        let mut m = self.inner.lock().unwrap();
+        let now = m.tick();
+        m.complete.contains(&parent) && m.entries.get(parent, name, now).is_none()
     }
 
     /// Whether inode `ino` is remembered to lack xattr `x`.
@@ -270,7 +250,8 @@ impl Memo {
         }
         m.make_room();
         m.set_attr(a);
-        m.entries.insert(parent, name, a.fid.ino());
+        let now = m.tick();
+        m.entries.insert(parent, name, a.fid.ino(), now);
         true
     }
 
@@ -287,7 +268,8 @@ impl Memo {
         m.make_room();
         let ino = a.fid.ino();
         m.set_attr(a);
-        m.entries.insert(parent, name, ino);
+        let now = m.tick();
+        m.entries.insert(parent, name, ino, now);
         match a.kind {
             xlator::FileKind::Dir => {
                 m.complete.insert(ino);
@@ -321,7 +303,7 @@ impl Memo {
         let mut m = self.inner.lock().unwrap();
         m.epoch += 1;
         let content = m.contents.remove(ino);
-        Taken { attr: m.attrs.remove(&ino), content, ticket: MemoTicket(m.epoch) }
+        Taken { attr: m.attrs.remove(&ino).map(|k| k.attr), content, ticket: MemoTicket(m.epoch) }
     }
 
     /// The change that [`Memo::take_attrs`] gave `t` for is answered: inode
@@ -336,7 +318,7 @@ impl Memo {
         match a {
             Some(a) if fresh && a.fid.ino() == ino => {
                 m.make_room();
-                m.attrs.insert(ino, a.clone());
+                m.keep(ino, a);
                 match content {
                     Some(d) if d.len() as u64 == a.size => m.contents.insert(ino, d),
                     _ => drop(m.contents.remove(ino)),
@@ -395,9 +377,10 @@ mod tests {
     }
 
     #[test]
-    fn at_the_bound_about_half_is_forgotten_and_no_name_that_exists_reads_absent() {
+    fn at_the_bound_the_half_used_longest_ago_is_forgotten_and_no_name_that_exists_reads_absent() {
         let m = Memo::default();
         let (dirs, per_dir) = (1_000u128, MAX_ITEMS as u128 / 1_000);
+        let names = |d: u128| (0..per_dir).map(move |f| (attr(d, 0).fid.ino(), format!("f{f}")));
         let mut fid = 1_000_000u128;
         for d in 1..=dirs {
             let mut dir = attr(d, 0);
@@ -407,6 +390,10 @@ mod tests {
                 fid += 1;
                 assert!(m.store_created(m.ticket(), dir.fid.ino(), &format!("f{f}"), &attr(fid, 1)));
             }
+            if d == dirs * 6 / 10 {
+                // the oldest directory is walked again: used lately
+                assert!(names(1).all(|(dir, f)| m.entry(dir, &f).is_some()));
+            }
         }
         let newest = attr(fid, 1).fid.ino();
         let i = m.inner.lock().unwrap();
@@ -415,10 +402,11 @@ mod tests {
         assert!(i.complete.len() < dirs as usize && !i.complete.is_empty(), "{} directories complete", i.complete.len());
         drop(i);
         assert!(m.attr(newest).is_some(), "what was stored after the room was made is kept");
+        assert!(names(1).all(|(dir, f)| m.entry(dir, &f).is_some()), "what was used lately is kept");
+        assert!(names(2).all(|(dir, f)| m.entry(dir, &f).is_none()), "what was used longest ago is gone");
         for d in 1..=dirs {
-            let dir = attr(d, 0).fid.ino();
-            for f in 0..per_dir {
-                assert!(!m.absent(dir, &format!("f{f}")), "d{d}/f{f} exists but reads absent");
+            for (dir, f) in names(d) {
+                assert!(!m.absent(dir, &f), "d{d}/{f} exists but reads absent");
             }
         }
     }

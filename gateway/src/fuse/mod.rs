@@ -14,6 +14,7 @@ pub mod kernel_cache;
 pub mod locks;
 mod listing;
 mod memo;
+mod names;
 mod open_files;
 mod opens;
 pub mod readers;
