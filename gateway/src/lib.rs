@@ -74,6 +74,14 @@ pub struct Args {
     /// (stat-ahead; 0: never).
     #[arg(long, value_name = "MISSES", default_value_t = 4, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub stat_ahead: u64,
+    /// Pass the storage hosts' SELinux labels (`security.selinux`) through.
+    /// Off by default, as in GlusterFS (`--selinux`) and NFS (labeled NFS
+    /// is opt-in): a label a storage host gave a file means nothing to a
+    /// client's policy, and `ls -l` asks for the label of every file it
+    /// lists, a round trip each. Off, the gateway answers EOPNOTSUPP itself
+    /// (`ls` then stops asking) and leaves the name out of listings.
+    #[arg(long)]
+    pub selinux: bool,
     /// Serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long)]
     pub metrics: Option<String>,
@@ -207,7 +215,7 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
     for (i, c) in clients.iter().enumerate() {
         tokio::spawn(fuse::kernel_cache::poll_loop(i, c.clone(), kc.clone(), drain.stopped()));
     }
-    let fs = fuse::GatewayFs::new(tokio::runtime::Handle::current(), graph.top.clone(), kc.clone()).stat_ahead(args.stat_ahead);
+    let fs = fuse::GatewayFs::new(tokio::runtime::Handle::current(), graph.top.clone(), kc.clone()).stat_ahead(args.stat_ahead).selinux(args.selinux);
     let threads = args.fuse_threads.unwrap_or_else(|| cpus().clamp(2, 8));
     let mp = mountpoint.clone();
     let mounted = tokio::task::spawn_blocking(move || mount::Mounted::mount(fs, &mp, threads)).await??;

@@ -16,6 +16,12 @@ fn gateway_ops(c: &Cluster, g: usize, op: &str) -> f64 {
     http::sum(&common::http_get(&u), "imca_gateway_ops_total", &[&format!("op=\"{op}\"")])
 }
 
+/// Requests for `op` gateway `g` answered by itself (`answered_here`).
+fn answered_here(c: &Cluster, g: usize, op: &str) -> f64 {
+    let u = c.gateways[g].daemon.metrics_url().expect("gateway metrics");
+    http::sum(&common::http_get(&u), "imca_gateway_answered_here_total", &[&format!("op=\"{op}\"")])
+}
+
 fn reaching_gateway(c: &Cluster, g: usize) -> f64 {
     ["lookup", "getattr", "read"].iter().map(|op| gateway_ops(c, g, op)).sum()
 }
@@ -194,6 +200,23 @@ fn setx(p: &std::path::Path, name: &str, v: &[u8]) -> std::io::Result<()> {
     }
 }
 
+fn getx(p: &std::path::Path, name: &str) -> std::io::Result<Vec<u8>> {
+    let (p, n) = (std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap(), std::ffi::CString::new(name).unwrap());
+    let mut buf = vec![0u8; 4096];
+    match unsafe { libc::lgetxattr(p.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) } {
+        r if r >= 0 => Ok(buf[..r as usize].to_vec()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
+fn listx(p: &std::path::Path) -> Vec<String> {
+    let p = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+    let mut buf = vec![0u8; 4096];
+    let r = unsafe { libc::llistxattr(p.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    assert!(r >= 0, "llistxattr: {}", std::io::Error::last_os_error());
+    buf[..r as usize].split(|b| *b == 0).filter(|n| !n.is_empty()).map(|n| String::from_utf8_lossy(n).into_owned()).collect()
+}
+
 fn has_xattr(p: &std::path::Path, name: &str) -> bool {
     let (p, n) = (std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap(), std::ffi::CString::new(name).unwrap());
     let r = unsafe { libc::lgetxattr(p.as_ptr(), n.as_ptr(), std::ptr::null_mut(), 0) };
@@ -232,12 +255,41 @@ fn writes_do_not_ask_for_capabilities_each_time_yet_still_drop_them() {
     assert_eq!(std::fs::read(&b).unwrap()[0], b'z');
 }
 
-/// `ls -l` asks for every listed name's `security.selinux`: the gateway
-/// answers "none" itself once a server said so, and a label set through
-/// another gateway is called back, so it shows at once.
+/// By default the storage hosts' SELinux labels are not shown: the gateway
+/// answers EOPNOTSUPP itself, so `ls -l` asks once, not for every name, and
+/// no request reaches the servers; other xattrs pass as before.
+#[test]
+fn labels_are_not_passed_through_by_default_so_ls_asks_once() {
+    let mut c = ClusterSpec::new().start();
+    let labels = c.add_gateway(&["--selinux"]);
+    let names: Vec<_> = (0..20).map(|i| format!("f{i}")).collect();
+    for n in &names {
+        std::fs::write(c.path_at(0, n), b"x").unwrap();
+    }
+    setx(&c.path_at(labels, "f7"), "security.selinux", b"system_u:object_r:imca_test_t:s0").unwrap();
+    assert!(has_xattr(&c.path_at(labels, "f7"), "security.selinux"), "a mount with --selinux shows it");
+    let f7 = c.path_at(0, "f7");
+    let before = (gateway_ops(&c, 0, "getxattr"), answered_here(&c, 0, "selinux"));
+    common::assert_errno(getx(&f7, "security.selinux"), libc::EOPNOTSUPP);
+    common::assert_errno(setx(&f7, "security.selinux", b"x"), libc::EOPNOTSUPP);
+    assert_eq!(gateway_ops(&c, 0, "getxattr"), before.0, "asked of the servers");
+    assert!(!listx(&f7).contains(&"security.selinux".to_string()), "listed: {:?}", listx(&f7));
+    setx(&f7, "user.k", b"v").unwrap();
+    assert_eq!(getx(&f7, "user.k").unwrap(), b"v");
+    assert!(listx(&f7).contains(&"user.k".to_string()));
+
+    let ls = std::process::Command::new("ls").arg("-l").arg(c.path_at(0, "")).output().unwrap();
+    assert!(ls.status.success(), "{}", String::from_utf8_lossy(&ls.stderr));
+    let asked = answered_here(&c, 0, "selinux") - before.1 - 1.0;
+    assert!(asked <= 2.0, "ls -l of 20 files asked for labels {asked} times");
+}
+
+/// With `--selinux`, `ls -l` asks for every listed name's label: the
+/// gateway answers "none" itself once a server said so, and a label set
+/// through another gateway is called back, so it shows at once.
 #[test]
 fn labels_asked_by_ls_are_answered_here_and_a_label_set_elsewhere_shows() {
-    let c = ClusterSpec::new().gateways(2).start();
+    let c = ClusterSpec::new().gateways(2).gateway_arg("--selinux").start();
     let names: Vec<_> = (0..20).map(|i| format!("f{i}")).collect();
     for n in &names {
         std::fs::write(c.path_at(1, n), b"x").unwrap();

@@ -53,6 +53,8 @@ pub struct GatewayFs {
     ahead: Arc<Ahead>,
     /// how many fuser threads wait on the device (see `readers`)
     readers: Arc<Readers>,
+    /// pass `security.selinux` through (see `xattrs`)
+    pub(super) selinux: bool,
 }
 
 impl GatewayFs {
@@ -69,6 +71,7 @@ impl GatewayFs {
             opens: Arc::default(),
             ahead: Arc::new(Ahead::new(super::ahead::TRIGGER)),
             readers: Arc::new(Readers::new(1)),
+            selinux: false,
         }
     }
 
@@ -82,6 +85,12 @@ impl GatewayFs {
     /// the servers (0: never; see `ahead`).
     pub fn stat_ahead(mut self, misses: u64) -> GatewayFs {
         self.ahead = Arc::new(Ahead::new(misses));
+        self
+    }
+
+    /// Pass the storage hosts' SELinux labels through (see `xattrs`).
+    pub fn selinux(mut self, on: bool) -> GatewayFs {
+        self.selinux = on;
         self
     }
 

@@ -248,6 +248,12 @@ impl KernelCache {
         none
     }
 
+    /// A `security.selinux` request answered EOPNOTSUPP here (labels are
+    /// not passed through: see `xattrs`).
+    pub fn refused_label(&self) {
+        self.here.selinux.inc();
+    }
+
     /// A server said inode `ino` lacks `x`, in answer to a request that
     /// started with `t` and `m`: remembered if nothing moved meanwhile.
     pub fn learned_absent(&self, t: Ticket, m: MemoTicket, ino: u64, x: Asked) {

@@ -4,6 +4,13 @@
 //! "no `security.selinux`") is remembered under the lease, so the GETXATTR
 //! the kernel sends before every write, and `ls -l` for every name, is
 //! answered here (see `KernelCache::known_absent`).
+//!
+//! Unless the mount passes them through (`--selinux`), the storage hosts'
+//! SELinux labels are not shown: `security.selinux` is answered EOPNOTSUPP
+//! here and left out of listings, as GlusterFS does without `--selinux`.
+//! A host's label means nothing to a client's policy, and `ls -l` asks for
+//! the label of every name it lists until one answer says "not supported"
+//! (then it stops asking for that file system).
 
 use super::fs::GatewayFs;
 use super::memo::Asked;
@@ -11,8 +18,19 @@ use fuser::*;
 use std::ffi::OsStr;
 use xlator::{FsError, XattrFlags};
 
+/// The xattr holding a file's SELinux label.
+const LABEL: &str = "security.selinux";
+
 impl GatewayFs {
+    /// Whether `name` is the SELinux label and labels are not passed through.
+    fn hidden(&self, name: &[u8]) -> bool {
+        !self.selinux && name == LABEL.as_bytes()
+    }
+
     pub(super) fn set_xattr(&self, ino: INodeNo, name: &OsStr, value: &[u8], flags: i32, reply: ReplyEmpty) {
+        if self.hidden(name.as_encoded_bytes()) {
+            return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
+        }
         let xl = self.xl.clone();
         self.kc.changing_xattrs(ino.0);
         let kc = self.kc.clone();
@@ -29,6 +47,10 @@ impl GatewayFs {
     }
 
     pub(super) fn get_xattr(&self, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        if self.hidden(name.as_encoded_bytes()) {
+            self.kc.refused_label();
+            return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
+        }
         // Asked before every write, or of every listed name (see `Asked`).
         let asked = name.to_str().and_then(Asked::of);
         if asked.is_some_and(|x| self.kc.known_absent(ino.0, x)) {
@@ -48,10 +70,10 @@ impl GatewayFs {
     }
 
     pub(super) fn list_xattrs(&self, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        let (xl, loc) = (self.xl.clone(), self.inodes.loc(ino.0));
+        let (xl, loc, selinux) = (self.xl.clone(), self.inodes.loc(ino.0), self.selinux);
         self.answer(reply, async move { xl.listxattr(&loc?).await }, move |r, names| {
             let mut buf = Vec::new();
-            for n in names {
+            for n in names.iter().filter(|n| selinux || *n != LABEL) {
                 buf.extend_from_slice(n.as_bytes());
                 buf.push(0);
             }
@@ -60,6 +82,9 @@ impl GatewayFs {
     }
 
     pub(super) fn remove_xattr(&self, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        if self.hidden(name.as_encoded_bytes()) {
+            return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
+        }
         let xl = self.xl.clone();
         self.kc.changing_xattrs(ino.0);
         let kc = self.kc.clone();
