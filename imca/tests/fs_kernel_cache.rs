@@ -255,6 +255,47 @@ fn writes_do_not_ask_for_capabilities_each_time_yet_still_drop_them() {
     assert_eq!(std::fs::read(&b).unwrap()[0], b'z');
 }
 
+/// A name added to a directory here makes the kernel drop the directory's
+/// attributes and ask for them at its next path walk. The gateway fetches
+/// them as soon as the change is answered, so that GETATTR is answered here
+/// with the attributes after the change (the same as another gateway sees),
+/// also when a write follows the create at once.
+#[test]
+fn a_directorys_attributes_are_fetched_right_after_a_name_is_added_here() {
+    let c = ClusterSpec::new().gateways(2).start();
+    let u = c.gateways[0].daemon.metrics_url().expect("gateway metrics");
+    let ahead = || http::sum(&common::http_get(&u), "imca_gateway_dir_attrs_ahead_total", &[]);
+    let wait_ahead = |past: f64| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while ahead() <= past {
+            assert!(std::time::Instant::now() < deadline, "the directory's attributes were not fetched ahead");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    };
+    let asked = || -> f64 { ["lookup", "getattr"].iter().map(|op| storage_sum(&c, "imca_storage_ops_total", &format!("op=\"{op}\""))).sum() };
+    let d = c.path_at(0, "d");
+    let before = ahead();
+    std::fs::create_dir(&d).unwrap();
+    wait_ahead(before);
+    let add: [(&str, &dyn Fn(&std::path::Path)); 3] = [
+        ("mkdir", &|p| std::fs::create_dir(p).unwrap()),
+        ("create and write", &|p| std::fs::write(p, b"x").unwrap()),
+        ("symlink", &|p| std::os::unix::fs::symlink("t", p).unwrap()),
+    ];
+    for (i, (what, add)) in add.iter().enumerate() {
+        let before = ahead();
+        add(&d.join(format!("n{i}")));
+        wait_ahead(before);
+        let (servers, here) = (asked(), answered_here(&c, 0, "getattr"));
+        let seen = std::fs::metadata(&d).unwrap();
+        assert_eq!(asked() - servers, 0.0, "{what}: the directory's attributes were asked of the servers");
+        assert!(answered_here(&c, 0, "getattr") > here, "{what}: not answered by the gateway");
+        let there = std::fs::metadata(c.path_at(1, "d")).unwrap();
+        let key = |m: &std::fs::Metadata| (m.nlink(), m.size(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec());
+        assert_eq!(key(&seen), key(&there), "{what}: the attributes after the change");
+    }
+}
+
 /// By default the storage hosts' SELinux labels are not shown: the gateway
 /// answers EOPNOTSUPP itself, so `ls -l` asks once, not for every name, and
 /// no request reaches the servers; other xattrs pass as before.

@@ -127,13 +127,14 @@ impl GatewayFs {
     fn changing_dir(&self, parent: INodeNo) -> Changing {
         let t = self.kc.ticket();
         self.kc.changing_inode(parent.0);
-        Changing { kc: self.kc.clone(), ino: parent.0, t }
+        Changing { kc: self.kc.clone(), rt: self.rt.clone(), ino: parent.0, t }
     }
 }
 
 /// What [`GatewayFs::changing_dir`] forgets again once the change is answered.
 struct Changing {
     kc: Arc<KernelCache>,
+    rt: tokio::runtime::Handle,
     ino: u64,
     /// taken before the change was sent: a callback since voids its reply
     t: super::kernel_cache::Ticket,
@@ -145,9 +146,28 @@ impl Changing {
     /// `made` is the id the request drew for a new object: an answer with
     /// it is that object, new (an answer with another id is one that
     /// existed, e.g. a create racing another gateway's).
-    fn after(self, name: &str, made: Option<FileId>, r: FsResult<Attr>) -> FsResult<Attr> {
+    ///
+    /// The kernel drops the directory's attributes once a name is added, and
+    /// asks for them at its next path walk through it (the permission check
+    /// before the next create): a network round trip per file written
+    /// (93 µs of ~1 ms per 1 KiB file, docs/benchmarks.md). So they are
+    /// fetched (`xl`, at `dir`) as soon as the change is answered, beside
+    /// the requests that follow it, and remembered unless the directory
+    /// changed again meanwhile.
+    fn after(self, xl: &Next, dir: &Loc, name: &str, made: Option<FileId>, r: FsResult<Attr>) -> FsResult<Attr> {
         let a = r.as_ref().ok();
         self.kc.added(self.t, self.ino, name, a, a.is_some_and(|a| Some(a.fid) == made));
+        if a.is_some() && self.kc.memo_serving() {
+            let (kc, xl, dir, ino) = (self.kc.clone(), xl.clone(), dir.clone(), self.ino);
+            let (t, m) = (kc.ticket(), kc.memo_ticket());
+            self.rt.spawn(async move {
+                if let Ok(a) = xl.getattr(&dir).await {
+                    if a.fid.ino() == ino {
+                        kc.remember_ahead(t, m, &a);
+                    }
+                }
+            });
+        }
         r
     }
 }
@@ -311,7 +331,7 @@ impl Filesystem for GatewayFs {
             .map(|(p, n)| (p, n.to_string(), new_file(n, mode & !umask, owner(req), true)));
         // Regular files too: one round trip, nothing left open.
         let kc = self.changing_dir(parent);
-        self.entry(reply, args, move |xl, p, _, new| async move { kc.after(&new.name, Some(new.fid), xl.mknod(&p, &new, mode, rdev).await) });
+        self.entry(reply, args, move |xl, p, _, new| async move { kc.after(&xl, &p, &new.name, Some(new.fid), xl.mknod(&p, &new, mode, rdev).await) });
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
@@ -319,7 +339,7 @@ impl Filesystem for GatewayFs {
         let args = parent_and_name(&self.inodes, parent, name)
             .map(|(p, n)| (p, n.to_string(), new_file(n, mode & !umask, owner(req), true)));
         let kc = self.changing_dir(parent);
-        self.entry(reply, args, |xl, p, _, new| async move { kc.after(&new.name, Some(new.fid), xl.mkdir(&p, &new).await) });
+        self.entry(reply, args, |xl, p, _, new| async move { kc.after(&xl, &p, &new.name, Some(new.fid), xl.mkdir(&p, &new).await) });
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -363,7 +383,9 @@ impl Filesystem for GatewayFs {
             Ok((p, n.to_string(), (new_file(n, 0o777, owner(req), true), target)))
         });
         let kc = self.changing_dir(parent);
-        self.entry(reply, args, |xl, p, _, (new, target)| async move { kc.after(&new.name, Some(new.fid), xl.symlink(&p, &new, &target).await) });
+        self.entry(reply, args, |xl, p, _, (new, target)| async move {
+            kc.after(&xl, &p, &new.name, Some(new.fid), xl.symlink(&p, &new, &target).await)
+        });
     }
 
     fn rename(
@@ -421,7 +443,7 @@ impl Filesystem for GatewayFs {
         self.entry(reply, args, move |xl, np, nn, loc| async move {
             let r = xl.link(&loc, &np, &nn).await;
             k2.changing_inode(ino.0);
-            kc.after(&nn, None, r)
+            kc.after(&xl, &np, &nn, None, r)
         });
     }
 
@@ -581,7 +603,7 @@ impl Filesystem for GatewayFs {
         let changing = self.changing_dir(parent);
         let work = async move {
             let (ploc, new) = args?;
-            let attr = changing.after(&new.name, Some(new.fid), xl.create(&ploc, &new, flags).await)?;
+            let attr = changing.after(&xl, &ploc, &new.name, Some(new.fid), xl.create(&ploc, &new, flags).await)?;
             inodes.remember(&ploc, &new.name, attr.fid);
             Ok(attr)
         };

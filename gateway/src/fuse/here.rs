@@ -6,7 +6,9 @@
 //! never enter the pipeline), so counted here for the operator.
 //!
 //! `imca_gateway_answered_here_total{op}`: op lookup | lookup_absent |
-//! getattr | capability | selinux | read; `imca_gateway_stat_ahead_entries_total`.
+//! getattr | capability | selinux | read; `imca_gateway_stat_ahead_entries_total`;
+//! `imca_gateway_dir_attrs_ahead_total` (a directory's attributes fetched
+//! right after a name was added to it here, and remembered).
 
 use prometheus::{IntCounter, IntCounterVec, Opts, Registry};
 
@@ -19,6 +21,7 @@ pub struct Here {
     pub read: IntCounter,
     answered: IntCounterVec,
     pub stat_ahead: IntCounter,
+    pub dir_ahead: IntCounter,
 }
 
 impl Default for Here {
@@ -38,6 +41,11 @@ impl Default for Here {
             read: op("read"),
             stat_ahead: IntCounter::new("imca_gateway_stat_ahead_entries_total", "Directory entries listed ahead of a walk's lookups")
                 .expect("valid metric"),
+            dir_ahead: IntCounter::new(
+                "imca_gateway_dir_attrs_ahead_total",
+                "Directories' attributes fetched right after a name was added through this gateway, and remembered",
+            )
+            .expect("valid metric"),
             answered,
         }
     }
@@ -47,6 +55,7 @@ impl Here {
     /// Show the counters in `registry` (they count from the start either way).
     pub fn register(&self, registry: &Registry) -> prometheus::Result<()> {
         registry.register(Box::new(self.answered.clone()))?;
-        registry.register(Box::new(self.stat_ahead.clone()))
+        registry.register(Box::new(self.stat_ahead.clone()))?;
+        registry.register(Box::new(self.dir_ahead.clone()))
     }
 }

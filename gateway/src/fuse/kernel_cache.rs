@@ -151,6 +151,15 @@ impl KernelCache {
         }
     }
 
+    /// Remember attributes fetched ahead of the kernel's asking, by a fetch
+    /// that started with `t` and `m`, unless their inode was forgotten
+    /// since or a callback came (see [`Memo::store_ahead`]).
+    pub fn remember_ahead(&self, t: Ticket, m: MemoTicket, a: &xlator::Attr) {
+        if !self.ttl(t).is_zero() && self.memo.store_ahead(m, a) {
+            self.here.dir_ahead.inc();
+        }
+    }
+
     /// False when nothing more fetched under `t` and `m` would be remembered.
     pub fn remember_entry(&self, t: Ticket, m: MemoTicket, parent: u64, name: &str, a: &xlator::Attr) -> bool {
         !self.ttl(t).is_zero() && self.memo.store_entry(m, parent, name, a)

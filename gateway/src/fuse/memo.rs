@@ -42,13 +42,19 @@
 use super::contents::Contents;
 use super::names::Names;
 use bytes::Bytes;
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Mutex;
 use xlator::Attr;
 
 /// How many inodes or entries are remembered before about half of them
 /// are forgotten (see `Inner::make_room`).
 const MAX_ITEMS: usize = 200_000;
+
+/// How many of the latest forgets are kept by inode (see `Inner::recent`).
+const RECENT: usize = 256;
+
+/// In `Inner::recent`: a forget of everything.
+const ALL: u64 = 0;
 
 /// Remembered attributes, with the memo's clock when they were last
 /// stored or answered with.
@@ -60,6 +66,9 @@ struct Kept {
 #[derive(Default)]
 struct Inner {
     epoch: u64,
+    /// the latest forgets, oldest first, as (the epoch they moved to, the
+    /// inode whose attributes went, or [`ALL`]): see `Memo::store_ahead`
+    recent: VecDeque<(u64, u64)>,
     /// moves at every store and every answer (see `Inner::make_room`)
     clock: u64,
     attrs: HashMap<u64, Kept>,
@@ -73,6 +82,17 @@ struct Inner {
 }
 
 impl Inner {
+    /// Move the epoch for a forget of `inos`' attributes (or of [`ALL`]).
+    fn moved(&mut self, inos: &[u64]) {
+        self.epoch += 1;
+        for ino in inos {
+            if self.recent.len() == RECENT {
+                self.recent.pop_front();
+            }
+            self.recent.push_back((self.epoch, *ino));
+        }
+    }
+
     fn tick(&mut self) -> u64 {
         self.clock += 1;
         self.clock
@@ -241,6 +261,29 @@ impl Memo {
         m.set_attr(a);
     }
 
+    /// Remember `a`, fetched ahead by a request that started with `t`,
+    /// unless its inode's attributes were forgotten since: unlike
+    /// [`Memo::store_attr`], changes to other inodes meanwhile do not void
+    /// it. A directory's attributes fetched right after a create here
+    /// would otherwise almost never be kept, since the write that follows
+    /// the create moves the epoch. False if not stored (or if the forgets
+    /// since `t` are no longer all known).
+    pub fn store_ahead(&self, t: MemoTicket, a: &Attr) -> bool {
+        let mut m = self.inner.lock().unwrap();
+        let ino = a.fid.ino();
+        // the first move after `t` went to epoch t + 1: it must be kept
+        let known_from = m.recent.front().map_or(m.epoch, |(e, _)| *e);
+        if m.epoch != t.0 && known_from > t.0 + 1 {
+            return false;
+        }
+        if m.recent.iter().any(|&(e, i)| e > t.0 && (i == ino || i == ALL)) {
+            return false;
+        }
+        m.make_room();
+        m.set_attr(a);
+        true
+    }
+
     /// Remember that `name` in `parent` is `a` (a lookup's answer);
     /// false if it may be stale (the epoch moved since `t`).
     pub fn store_entry(&self, t: MemoTicket, parent: u64, name: &str, a: &Attr) -> bool {
@@ -292,7 +335,7 @@ impl Memo {
     /// gateway (a link: its nlink; an append).
     pub fn forget_attrs(&self, ino: u64) {
         let mut m = self.inner.lock().unwrap();
-        m.epoch += 1;
+        m.moved(&[ino]);
         m.drop_attrs(ino);
     }
 
@@ -301,7 +344,7 @@ impl Memo {
     /// remembered, and the ticket [`Memo::store_changed`] takes.
     pub fn take_attrs(&self, ino: u64) -> Taken {
         let mut m = self.inner.lock().unwrap();
-        m.epoch += 1;
+        m.moved(&[ino]);
         let content = m.contents.remove(ino);
         Taken { attr: m.attrs.remove(&ino).map(|k| k.attr), content, ticket: MemoTicket(m.epoch) }
     }
@@ -314,7 +357,7 @@ impl Memo {
     pub fn store_changed(&self, t: MemoTicket, ino: u64, a: Option<&Attr>, content: Option<Bytes>) -> bool {
         let mut m = self.inner.lock().unwrap();
         let fresh = m.epoch == t.0;
-        m.epoch += 1;
+        m.moved(&[ino]);
         match a {
             Some(a) if fresh && a.fid.ino() == ino => {
                 m.make_room();
@@ -335,7 +378,7 @@ impl Memo {
     /// Inode `ino` changed (or is changing): attributes and capability.
     pub fn forget_inode(&self, ino: u64) {
         let mut m = self.inner.lock().unwrap();
-        m.epoch += 1;
+        m.moved(&[ino]);
         m.drop_attrs(ino);
         m.lacks.remove(&ino);
         // a directory's attributes are called back when a name is added
@@ -346,8 +389,9 @@ impl Memo {
     /// attributes of the inode it named (its nlink or ctime change too).
     pub fn forget_entry(&self, parent: u64, name: &str) {
         let mut m = self.inner.lock().unwrap();
-        m.epoch += 1;
-        if let Some(ino) = m.entries.remove(parent, name) {
+        let named = m.entries.remove(parent, name);
+        m.moved(&[parent, named.unwrap_or(parent)]);
+        if let Some(ino) = named {
             m.drop_attrs(ino);
         }
         m.drop_attrs(parent);
@@ -357,7 +401,7 @@ impl Memo {
     /// Everything.
     pub fn clear(&self) {
         let mut m = self.inner.lock().unwrap();
-        m.epoch += 1;
+        m.moved(&[ALL]);
         m.attrs.clear();
         m.entries.clear();
         m.lacks.clear();
@@ -423,6 +467,33 @@ mod tests {
         assert!(m.store_entry(t, 1, "f", &a));
         assert_eq!(m.entry(1, "f"), Some(a.clone()));
         assert_eq!(m.attr(a.fid.ino()), Some(a.clone()));
+    }
+
+    #[test]
+    fn attributes_fetched_ahead_are_kept_across_other_inodes_changes_only() {
+        let m = Memo::default();
+        let (d, f) = (dir(1), attr(2, 1));
+        let ino = d.fid.ino();
+        let t = m.ticket();
+        m.take_attrs(f.fid.ino());
+        m.forget_inode(3);
+        assert!(m.store_ahead(t, &d), "other inodes changed meanwhile");
+        assert_eq!(m.attr(ino), Some(d.clone()));
+        m.forget_attrs(ino);
+        m.store_attr(t, &d);
+        assert!(m.attr(ino).is_none(), "a plain answer is voided by any change");
+        let voided = |what: &str, change: &dyn Fn()| {
+            m.forget_attrs(ino);
+            let t = m.ticket();
+            change();
+            assert!(!m.store_ahead(t, &d), "{what}");
+            assert!(m.attr(ino).is_none(), "{what}");
+        };
+        voided("the directory changed here", &|| m.forget_attrs(ino));
+        voided("the directory was called back", &|| m.forget_inode(ino));
+        voided("a name of it was called back", &|| m.forget_entry(ino, "x"));
+        voided("everything was forgotten", &|| m.clear());
+        voided("more changes than are kept by inode", &|| (0..RECENT as u64 + 1).for_each(|i| m.forget_attrs(100 + i)));
     }
 
     #[test]
