@@ -296,6 +296,27 @@ fn a_directorys_attributes_are_fetched_right_after_a_name_is_added_here() {
     }
 }
 
+/// Callbacks go to every other gateway. One whose kernel never held the
+/// file counts them as not held and applies nothing; one that read it
+/// drops it from its kernel and reads the change.
+#[test]
+fn callbacks_for_files_a_kernel_never_held_are_counted_and_skipped() {
+    let c = ClusterSpec::new().gateways(3).start();
+    let count = |g: usize, held: &str| {
+        let u = c.gateways[g].daemon.metrics_url().expect("gateway metrics");
+        http::sum(&common::http_get(&u), "imca_gateway_callbacks_total", &[&format!("kernel=\"{held}\"")])
+    };
+    std::fs::write(c.path_at(0, "f"), b"one").unwrap();
+    assert_eq!(std::fs::read(c.path_at(1, "f")).unwrap(), b"one");
+    let before = (count(1, "held"), count(2, "held"), count(2, "not_held"));
+    // (the servers acknowledge a write once every gateway acknowledged its callbacks)
+    std::fs::write(c.path_at(0, "f"), b"two!").unwrap();
+    assert!(count(1, "held") > before.0, "gateway 1 read f: its callbacks concern its kernel");
+    assert_eq!(std::fs::read(c.path_at(1, "f")).unwrap(), b"two!");
+    assert_eq!(count(2, "held"), before.1, "gateway 2 never held f");
+    assert!(count(2, "not_held") > before.2, "gateway 2 was called back all the same");
+}
+
 /// By default the storage hosts' SELinux labels are not shown: the gateway
 /// answers EOPNOTSUPP itself, so `ls -l` asks once, not for every name, and
 /// no request reaches the servers; other xattrs pass as before.

@@ -56,6 +56,8 @@ pub struct KernelCache {
     memo: Memo,
     /// what was answered from `memo` (metrics)
     here: Here,
+    /// callbacks received, by whether the kernel may hold what they name
+    callbacks: prometheus::IntCounterVec,
 }
 
 impl KernelCache {
@@ -69,11 +71,20 @@ impl KernelCache {
             notifier: OnceLock::new(),
             memo: Memo::default(),
             here: Here::default(),
+            callbacks: prometheus::IntCounterVec::new(
+                prometheus::Opts::new(
+                    "imca_gateway_callbacks_total",
+                    "Invalidations received from the storage servers, by whether this gateway's kernel may hold what they name",
+                ),
+                &["kernel"],
+            )
+            .expect("valid metric"),
         }
     }
 
-    /// Show the counts of answers given here in `registry`.
+    /// Show the counts of answers given here, and of callbacks, in `registry`.
     pub fn register_metrics(&self, registry: &prometheus::Registry) -> prometheus::Result<()> {
+        registry.register(Box::new(self.callbacks.clone()))?;
         self.here.register(registry)
     }
 
@@ -302,10 +313,31 @@ impl KernelCache {
                 Invalidation::All => self.memo.clear(),
             }
         }
+        // Callbacks go to every gateway, most of them for files this one's
+        // kernel never held: those need no hop to a blocking thread (two
+        // wake-ups), which the writer waits for (docs/benchmarks.md, stop
+        // 21). Checked after the epoch moved, like `notify`'s own check: an
+        // answer that makes the kernel hold one of them from now on gets TTL 0.
+        let total = items.len();
+        let items: Vec<Invalidation> = items.into_iter().filter(|i| self.kernel_may_hold(i)).collect();
+        self.callbacks.with_label_values(&["held"]).inc_by(items.len() as u64);
+        self.callbacks.with_label_values(&["not_held"]).inc_by((total - items.len()) as u64);
+        if items.is_empty() {
+            return;
+        }
         let me = self.clone();
         // A blocking write to /dev/fuse that may wait for page locks: never
         // on a fuser thread, never on a runtime worker.
         let _ = tokio::task::spawn_blocking(move || me.notify(&items)).await;
+    }
+
+    /// Whether the kernel may hold what `item` invalidates.
+    fn kernel_may_hold(&self, item: &Invalidation) -> bool {
+        match item {
+            Invalidation::Inode { fid, .. } => self.inodes.knows(fid.ino()),
+            Invalidation::Entry { parent, .. } => self.inodes.knows(parent.ino()),
+            Invalidation::All => true,
+        }
     }
 
     /// This gateway wrote `len` bytes at `offset` where the kernel did not
