@@ -3,12 +3,12 @@
 # back to every other gateway of the volume, and acknowledged by each before
 # the writer gets its answer (issue 12's coherence promise).
 #
-# For K in $IDLE (default "0 1 2 4"): `imca up --no-cache` plus K more gateways
-# that only mounted the volume; one process writes 2,000 files of 1 KiB
-# (create, write, close each) through the first gateway, ROUNDS times, with a
-# bindfs mount of a local directory written in between as the reference.
-# Prints files/s per round, the writer's gateway's CPU per file and each idle
-# gateway's, and tears every cluster down (nothing is left on disk).
+# For each K in $IDLE (default "0 1 2 4"), a cluster: `imca up --no-cache` plus
+# K more gateways that only mounted the volume. One process writes 2,000 files
+# of 1 KiB (create, write, close each) through each cluster's first gateway and
+# through a bindfs mount of a local directory, in turn, ROUNDS times. Prints
+# files/s per round, the writer's gateway's CPU per file and each idle
+# gateway's, and tears everything down (nothing is left on disk).
 #
 # usage (root; bindfs, python3): cargo build --release -p imca
 #        bench/scripts/idle-gateways.sh [target/release/imca]
@@ -38,6 +38,9 @@ wait_file() { # wait_file PATH LOG: until PATH exists (60 s), else show LOG and 
     echo "never ready: $1" >&2; tail -20 "$2" >&2; exit 1
 }
 
+# Every cluster runs at once and the rounds alternate over them (and bindfs):
+# this machine's speed drifts by 2x over minutes, bindfs's included.
+args=()
 for k in $IDLE; do
     C="$W/k$k"
     mkdir -p "$C/m0"
@@ -53,9 +56,12 @@ for k in $IDLE; do
     done
     for g in $(seq "$k"); do wait_file "$C/c/g$g.ready" "$C/g$g.log"; done
     writer=$(pgrep -f "imca mount .* $C/m0\$" | head -1)
-    python3 - "$ROUNDS" "$k" "$W/bindfs" "$C/m0" "$writer" "${idle[@]}" <<'PY'
+    args+=("$k=$C/m0=$writer=$(IFS=,; echo "${idle[*]}")")
+done
+python3 - "$ROUNDS" "$W/bindfs" "${args[@]}" <<'PY'
 import glob, os, shutil, sys, time
-rounds, k, bindfs, mount, writer, idle = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:]
+rounds, bindfs = int(sys.argv[1]), sys.argv[2]
+targets = [a.split("=") for a in sys.argv[3:]]
 def cpu(pid):
     total = 0
     for f in glob.glob(f"/proc/{pid}/task/*/schedstat"):
@@ -64,30 +70,30 @@ def cpu(pid):
         except OSError:
             pass
     return total
-def write(d):
+def write(d, pids):
     dd = os.path.join(d, f"w-{time.time_ns()}")
     os.makedirs(dd)
+    before = [cpu(p) for p in pids]
     t = time.perf_counter()
     for i in range(2000):
         with open(os.path.join(dd, f"f{i}"), "wb") as f:
             f.write(b"x" * 1024)
-    return 2000 / (time.perf_counter() - t), dd
-ref, rates, gw, others = [], [], [], []
+    rate = 2000 / (time.perf_counter() - t)
+    used = [round((cpu(p) - b) / 2000 / 1000) for p, b in zip(pids, before)]
+    shutil.rmtree(dd)
+    return round(rate), used
+res = {}
 for _ in range(rounds):
-    rate, dd = write(bindfs)
-    ref.append(round(rate))
-    shutil.rmtree(dd)
-    pids = [writer] + idle
-    before = [cpu(p) for p in pids]
-    rate, dd = write(mount)
-    after = [cpu(p) - b for p, b in zip(pids, before)]
-    rates.append(round(rate))
-    shutil.rmtree(dd)
-    gw.append(round(after[0] / 2000 / 1000))
-    others += [round(a / 2000 / 1000) for a in after[1:]]
-print(f"{k} idle gateways: IMCa files/s {rates}  bindfs {ref}  "
-      f"writer's gateway µs CPU/file {gw}  each idle gateway {sorted(others) if others else '-'}", flush=True)
+    res.setdefault("bindfs", []).append(write(bindfs, [])[0])
+    for k, mount, writer, idle in targets:
+        rate, used = write(mount, [writer] + [p for p in idle.split(",") if p])
+        r = res.setdefault(k, {"rate": [], "gw": [], "idle": []})
+        r["rate"].append(rate)
+        r["gw"].append(used[0])
+        r["idle"] += used[1:]
+print(f"bindfs              files/s {res['bindfs']}")
+for k, *_ in targets:
+    r = res[k]
+    print(f"{k} idle gateways: IMCa files/s {r['rate']}  writer's gateway µs CPU/file {r['gw']}  "
+          f"each idle gateway {sorted(r['idle']) if r['idle'] else '-'}", flush=True)
 PY
-    stop_all
-    rm -rf "$C"
-done
