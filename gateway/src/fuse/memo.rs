@@ -102,8 +102,8 @@ impl Inner {
     /// longest ago. Starting over sends the next walk of a big tree to the
     /// servers for every name at once (5,840 stats/s against 80,000+), and
     /// forgetting at random does it for half the names of the directory in
-    /// use: a gateway that had seen 200,000 files stat-ed the 4,000 it had
-    /// just written at 10,000–28,000 stats/s (docs/benchmarks.md, stop 21).
+    /// use (the pass after the bound: 36,870 stats/s, stat-ahead catching
+    /// it after 4 misses; docs/benchmarks.md, stop 21).
     /// Any answer may be forgotten at any time; what must still hold is
     /// that a complete directory holds every name of it, and that bytes go
     /// only with their attributes.
