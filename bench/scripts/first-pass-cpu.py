@@ -10,22 +10,13 @@ clock) and the daemon's (the sum over its threads of /proc/PID/task/*/schedstat)
 usage (root): first-pass-cpu.py ROUNDS NAME=DIR=PID [NAME=DIR=PID ...]
 e.g.  first-pass-cpu.py 5 bindfs=/mnt/b=$(pgrep -f 'bindfs /src') imca=/mnt/i=$(pgrep -f 'imca mount .*/mnt/i$')
 """
-import glob
 import os
 import sys
 import time
 
+from procstat import cpu_ns as daemon_ns
+
 FILES = 4000
-
-
-def daemon_ns(pid):
-    total = 0
-    for f in glob.glob(f"/proc/{pid}/task/*/schedstat"):
-        try:
-            total += int(open(f).read().split()[0])
-        except OSError:
-            pass  # a thread that ended meanwhile
-    return total
 
 
 def one_pass(d, pid):

@@ -58,18 +58,11 @@ for k in $IDLE; do
     writer=$(pgrep -f "imca mount .* $C/m0\$" | head -1)
     args+=("$k=$C/m0=$writer=$(IFS=,; echo "${idle[*]}")")
 done
-python3 - "$ROUNDS" "$W/bindfs" "${args[@]}" <<'PY'
-import glob, os, shutil, sys, time
+PYTHONPATH="$(dirname "$0")" python3 - "$ROUNDS" "$W/bindfs" "${args[@]}" <<'PY'
+import os, shutil, sys, time
+from procstat import cpu_ns as cpu
 rounds, bindfs = int(sys.argv[1]), sys.argv[2]
 targets = [a.split("=") for a in sys.argv[3:]]
-def cpu(pid):
-    total = 0
-    for f in glob.glob(f"/proc/{pid}/task/*/schedstat"):
-        try:
-            total += int(open(f).read().split()[0])
-        except OSError:
-            pass
-    return total
 def write(d, pids):
     dd = os.path.join(d, f"w-{time.time_ns()}")
     os.makedirs(dd)

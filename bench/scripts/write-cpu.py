@@ -9,20 +9,11 @@ each named process's CPU per file (the sum over its threads of
 usage: write-cpu.py DIR NAME=PID [NAME=PID ...]
 e.g.   write-cpu.py /mnt/imca gateway=$(pgrep -f 'imca mount .*/mnt/imca$') s0=... idle=...
 """
-import glob
 import os
 import sys
 import time
 
-
-def cpu_ns(pid):
-    total = 0
-    for f in glob.glob(f"/proc/{pid}/task/*/schedstat"):
-        try:
-            total += int(open(f).read().split()[0])
-        except OSError:
-            pass  # a thread that ended meanwhile
-    return total
+from procstat import cpu_ns
 
 
 def machine():
