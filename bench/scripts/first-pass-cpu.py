@@ -11,6 +11,7 @@ usage (root): first-pass-cpu.py ROUNDS NAME=DIR=PID [NAME=DIR=PID ...]
 e.g.  first-pass-cpu.py 5 bindfs=/mnt/b=$(pgrep -f 'bindfs /src') imca=/mnt/i=$(pgrep -f 'imca mount .*/mnt/i$')
 """
 import os
+import shutil
 import sys
 import time
 
@@ -31,6 +32,7 @@ def one_pass(d, pid):
     for f in files:
         os.stat(f)
     t1, s1, c1 = time.perf_counter(), time.thread_time_ns(), daemon_ns(pid)
+    shutil.rmtree(dd)
     return FILES / (t1 - t0), (s1 - s0) / FILES / 1000, (c1 - c0) / FILES / 1000
 
 

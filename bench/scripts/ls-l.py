@@ -4,11 +4,13 @@
 For each of ROUNDS rounds: 2,000 files of 1 KiB are written into a new
 directory of every target, 2 s pass (every TTL runs out), then
 `ls -l DIR > /dev/null` runs three times in a row on each target in turn.
-Prints the milliseconds of the 1st, 2nd and 3rd runs over the rounds.
+Prints the milliseconds of the 1st, 2nd and 3rd runs over the rounds, and
+removes what it wrote.
 
 usage: ls-l.py ROUNDS NAME=DIR [NAME=DIR ...]
 """
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -34,6 +36,8 @@ def main():
                 t = time.perf_counter()
                 subprocess.run(["ls", "-l", dirs[name]], stdout=subprocess.DEVNULL, check=True)
                 res.setdefault((name, k), []).append(round((time.perf_counter() - t) * 1000))
+        for dd in dirs.values():
+            shutil.rmtree(dd)
     for name, _ in targets:
         print(f"{name:8}", "  ".join(f"run {k + 1}: {res[(name, k)]} ms" for k in range(3)))
 
