@@ -316,8 +316,8 @@ impl KernelCache {
         // Callbacks go to every gateway, most of them for files this one's
         // kernel never held: those need no hop to a blocking thread (two
         // wake-ups), which the writer waits for (docs/benchmarks.md, stop
-        // 21). Checked after the epoch moved, like `notify`'s own check: an
-        // answer that makes the kernel hold one of them from now on gets TTL 0.
+        // 21). Checked after the epoch moved: an answer that makes the
+        // kernel hold one of them from now on gets TTL 0.
         let total = items.len();
         let items: Vec<Invalidation> = items.into_iter().filter(|i| self.kernel_may_hold(i)).collect();
         self.callbacks.with_label_values(&["held"]).inc_by(items.len() as u64);
@@ -361,18 +361,10 @@ impl KernelCache {
         let Some(n) = self.notifier.get() else { return };
         for item in items {
             match item {
-                Invalidation::Inode { fid, offset, len } => {
-                    let ino = fid.ino();
-                    if self.inodes.knows(ino) {
-                        quiet(n.inval_inode(INodeNo(ino), *offset, *len));
-                    }
-                }
-                Invalidation::Entry { parent, name } => {
-                    let ino = parent.ino();
-                    if self.inodes.knows(ino) {
-                        quiet(n.inval_entry(INodeNo(ino), OsStr::new(name)));
-                    }
-                }
+                // (`apply` kept only what the kernel may hold; one it dropped
+                // since answers ENOENT)
+                Invalidation::Inode { fid, offset, len } => quiet(n.inval_inode(INodeNo(fid.ino()), *offset, *len)),
+                Invalidation::Entry { parent, name } => quiet(n.inval_entry(INodeNo(parent.ino()), OsStr::new(name))),
                 Invalidation::All => {
                     for (ino, parent, name) in self.inodes.all_entries() {
                         quiet(n.inval_inode(INodeNo(ino), 0, 0));

@@ -148,9 +148,8 @@ impl Inner {
         self.attrs.insert(ino, Kept { attr: a.clone(), used }).map(|k| k.attr)
     }
 
-    /// The attributes remembered for `ino`, which count as used now.
-    fn use_attr(&mut self, ino: u64) -> Option<Attr> {
-        let now = self.tick();
+    /// The attributes remembered for `ino`, which count as used at `now`.
+    fn use_attr(&mut self, ino: u64, now: u64) -> Option<Attr> {
         let k = self.attrs.get_mut(&ino)?;
         k.used = now;
         Some(k.attr.clone())
@@ -208,7 +207,9 @@ impl Memo {
 
     /// The attributes remembered for inode `ino`.
     pub fn attr(&self, ino: u64) -> Option<Attr> {
-        self.inner.lock().unwrap().use_attr(ino)
+        let mut m = self.inner.lock().unwrap();
+        let now = m.tick();
+        m.use_attr(ino, now)
     }
 
     /// The attributes of what `name` in directory `parent` names.
@@ -216,7 +217,7 @@ impl Memo {
         let mut m = self.inner.lock().unwrap();
         let now = m.tick();
         let ino = m.entries.get(parent, name, now)?;
-        m.use_attr(ino)
+        m.use_attr(ino, now)
     }
 
     /// The bytes remembered for inode `ino` (all of the file).
@@ -390,7 +391,10 @@ impl Memo {
     pub fn forget_entry(&self, parent: u64, name: &str) {
         let mut m = self.inner.lock().unwrap();
         let named = m.entries.remove(parent, name);
-        m.moved(&[parent, named.unwrap_or(parent)]);
+        match named {
+            Some(ino) => m.moved(&[parent, ino]),
+            None => m.moved(&[parent]),
+        }
         if let Some(ino) = named {
             m.drop_attrs(ino);
         }
