@@ -9,13 +9,17 @@
 # through a bindfs mount of a local directory, in turn, ROUNDS times. Prints
 # files/s per round, the writer's gateway's CPU per file and each idle
 # gateway's, and tears everything down (nothing is left on disk).
+# With WATCH=1 every idle gateway lists each round's directory once it is
+# made, so it holds it: each new name's callback (the directory's
+# attributes) is then waited for, as for gateways that look at the files.
 #
 # usage (root; bindfs, python3): cargo build --release -p imca
 #        bench/scripts/idle-gateways.sh [target/release/imca]
-# knobs: IDLE ("0 1 2 4"), ROUNDS (3)
+# knobs: IDLE ("0 1 2 4"), ROUNDS (3), WATCH (0)
 set -euo pipefail
 BIN=$(realpath "${1:-target/release/imca}")
 IDLE=${IDLE:-"0 1 2 4"} ROUNDS=${ROUNDS:-3}
+export WATCH=${WATCH:-0}
 W=$(mktemp -d /var/tmp/imca-idle.XXXXXX)
 PIDS=()
 stop_all() {
@@ -63,9 +67,15 @@ import os, shutil, sys, time
 from procstat import cpu_ns as cpu
 rounds, bindfs = int(sys.argv[1]), sys.argv[2]
 targets = [a.split("=") for a in sys.argv[3:]]
+watch = os.environ["WATCH"] == "1"
 def write(d, pids):
-    dd = os.path.join(d, f"w-{time.time_ns()}")
+    name = f"w-{time.time_ns()}"
+    dd = os.path.join(d, name)
     os.makedirs(dd)
+    if watch and d != bindfs:
+        # the idle gateways' mounts are the writer's siblings: m1, m2, ...
+        for g in range(1, len(pids)):
+            os.listdir(os.path.join(os.path.dirname(d), f"m{g}", name))
     before = [cpu(p) for p in pids]
     t = time.perf_counter()
     for i in range(2000):

@@ -296,25 +296,46 @@ fn a_directorys_attributes_are_fetched_right_after_a_name_is_added_here() {
     }
 }
 
-/// Callbacks go to every other gateway. One whose kernel never held the
-/// file counts them as not held and applies nothing; one that read it
-/// drops it from its kernel and reads the change.
+/// A write waits only for the gateways that hold the file (told the servers
+/// before their kernels cached it): gateway 1, which read it, is called
+/// back and acknowledges before the write is answered; gateway 2, which
+/// never saw it, is not waited for, yet gets the invalidations at its next
+/// poll (counted as not held there, nothing applied).
 #[test]
-fn callbacks_for_files_a_kernel_never_held_are_counted_and_skipped() {
+fn writes_wait_only_for_the_gateways_that_hold_the_file() {
     let c = ClusterSpec::new().gateways(3).start();
     let count = |g: usize, held: &str| {
         let u = c.gateways[g].daemon.metrics_url().expect("gateway metrics");
         http::sum(&common::http_get(&u), "imca_gateway_callbacks_total", &[&format!("kernel=\"{held}\"")])
     };
+    let waits = |outcome: &str| storage_sum(&c, "imca_storage_callbacks_total", &format!("outcome=\"{outcome}\""));
     std::fs::write(c.path_at(0, "f"), b"one").unwrap();
-    assert_eq!(std::fs::read(c.path_at(1, "f")).unwrap(), b"one");
-    let before = (count(1, "held"), count(2, "held"), count(2, "not_held"));
-    // (the servers acknowledge a write once every gateway acknowledged its callbacks)
+    // Gateway 1 reads f until its kernel answers: by then f is held.
+    let answered = |g: usize| reaching_gateway(&c, g);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        assert_eq!(std::fs::read(c.path_at(1, "f")).unwrap(), b"one");
+        let before = answered(1);
+        assert_eq!(std::fs::read(c.path_at(1, "f")).unwrap(), b"one");
+        if answered(1) == before {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "gateway 1 never held f");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let before = (count(1, "held"), count(2, "not_held"), waits("acked"), waits("not_held"));
     std::fs::write(c.path_at(0, "f"), b"two!").unwrap();
-    assert!(count(1, "held") > before.0, "gateway 1 read f: its callbacks concern its kernel");
+    // (answered only once gateway 1 acknowledged: no waiting for it here)
+    assert!(count(1, "held") > before.0, "gateway 1 holds f: called back before the write was answered");
+    assert!(waits("acked") > before.2, "the servers waited for gateway 1");
+    assert!(waits("not_held") > before.3, "the servers did not wait for gateway 2");
     assert_eq!(std::fs::read(c.path_at(1, "f")).unwrap(), b"two!");
-    assert_eq!(count(2, "held"), before.1, "gateway 2 never held f");
-    assert!(count(2, "not_held") > before.2, "gateway 2 was called back all the same");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while count(2, "not_held") <= before.1 {
+        assert!(std::time::Instant::now() < deadline, "gateway 2 never got the invalidation");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(std::fs::read(c.path_at(2, "f")).unwrap(), b"two!");
 }
 
 /// By default the storage hosts' SELinux labels are not shown: the gateway

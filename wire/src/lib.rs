@@ -32,7 +32,7 @@ mod request;
 
 pub use callback::{Invalidation, NO_SESSION};
 pub use reply::{decode_reply, encode_reply, Reply, ReplyMsg, ReplyShape};
-pub use request::{Op, Request};
+pub use request::{Op, Request, MAX_HOLD};
 
 /// Why a head could not be decoded.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

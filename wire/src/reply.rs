@@ -43,6 +43,11 @@ pub enum Reply {
     Attrs(Vec<Option<Attr>>),
     /// names: a listing without its objects
     DirNames(Vec<DirName>),
+    /// hold: the sequence number of the last invalidation queued for the
+    /// session when the inodes were recorded (once the gateway applied
+    /// that far, it missed nothing about them), and whether the server now
+    /// waits for this session on every change (its record of holds is full)
+    Held { seq: u64, everything: bool },
 }
 
 /// A decoded reply.
@@ -133,6 +138,11 @@ pub fn encode_reply(epoch: u64, result: &Result<Reply, FsError>) -> Message {
                 w.put_u8(15);
                 x.enc(&mut w)
             }
+            Reply::Held { seq, everything } => {
+                w.put_u8(16);
+                seq.enc(&mut w);
+                everything.enc(&mut w)
+            }
         },
     }
     Message::new(w.freeze(), bulk)
@@ -168,6 +178,7 @@ pub fn decode_reply(msg: &Message) -> Result<ReplyMsg, WireError> {
         13 => Ok(Reply::Lock(Dec::dec(&mut r)?)),
         14 => Ok(Reply::Attrs(Dec::dec(&mut r)?)),
         15 => Ok(Reply::DirNames(Dec::dec(&mut r)?)),
+        16 => Ok(Reply::Held { seq: Dec::dec(&mut r)?, everything: Dec::dec(&mut r)? }),
         t => return Err(WireError::BadTag { what: "reply", tag: t }),
     };
     r.finish()?;

@@ -13,6 +13,10 @@ use xlator::*;
 const GET_VOLUME_CONFIG: u8 = 64;
 const SET_VOLUME_CONFIG: u8 = 65;
 const POLL: u8 = 66;
+/// (67 is the session envelope's: `callback`)
+const HOLD: u8 = 68;
+/// Inodes one `Hold` may name.
+pub const MAX_HOLD: usize = 4096;
 
 macro_rules! requests {
     ($( $(#[$doc:meta])* $v:ident $m:ident = $code:literal ($($a:ident : $p:ty as $w:ty),*) -> $r:ty; )*) => {
@@ -27,6 +31,10 @@ macro_rules! requests {
             /// a gateway's kernel-cache lease: renew it, acknowledge the
             /// invalidations up to `acked`, wait (briefly) for new ones
             Poll { session: u64, acked: u64 },
+            /// a gateway is about to let its kernel cache these inodes
+            /// (`FileId::ino`): from now on a mutation of one waits for its
+            /// acknowledgement (see `protocol_server::callbacks`)
+            Hold { session: u64, inos: Vec<u64> },
         }
 
         /// What a request asks for, for metrics and logs.
@@ -36,6 +44,7 @@ macro_rules! requests {
             GetVolumeConfig,
             SetVolumeConfig,
             Poll,
+            Hold,
         }
 
         impl Request {
@@ -45,6 +54,7 @@ macro_rules! requests {
                     Request::GetVolumeConfig {} => Op::GetVolumeConfig,
                     Request::SetVolumeConfig { .. } => Op::SetVolumeConfig,
                     Request::Poll { .. } => Op::Poll,
+                    Request::Hold { .. } => Op::Hold,
                 }
             }
 
@@ -70,6 +80,11 @@ macro_rules! requests {
                         session.put(&mut w, &mut bulk);
                         acked.put(&mut w, &mut bulk);
                     }
+                    Request::Hold { session, inos } => {
+                        w.put_u8(HOLD);
+                        session.put(&mut w, &mut bulk);
+                        inos.put(&mut w, &mut bulk);
+                    }
                 }
                 Message::new(w.freeze(), bulk)
             }
@@ -81,6 +96,7 @@ macro_rules! requests {
                     GET_VOLUME_CONFIG => Request::GetVolumeConfig {},
                     SET_VOLUME_CONFIG => Request::SetVolumeConfig { config: Field::take(&mut r, &msg.bulk)? },
                     POLL => Request::Poll { session: Field::take(&mut r, &msg.bulk)?, acked: Field::take(&mut r, &msg.bulk)? },
+                    HOLD => Request::Hold { session: Field::take(&mut r, &msg.bulk)?, inos: Field::take(&mut r, &msg.bulk)? },
                     t => return Err(WireError::BadTag { what: "opcode", tag: t }),
                 };
                 r.finish()?;
@@ -95,7 +111,7 @@ for_each_fop!(requests);
 impl Op {
     /// Every message kind, file operations first.
     pub fn all() -> impl Iterator<Item = Op> {
-        Fop::ALL.iter().map(|f| Op::File(*f)).chain([Op::GetVolumeConfig, Op::SetVolumeConfig, Op::Poll])
+        Fop::ALL.iter().map(|f| Op::File(*f)).chain([Op::GetVolumeConfig, Op::SetVolumeConfig, Op::Poll, Op::Hold])
     }
 
     /// Lower-case name, used as the `op` metric label.
@@ -105,6 +121,7 @@ impl Op {
             Op::GetVolumeConfig => "get_volume_config",
             Op::SetVolumeConfig => "set_volume_config",
             Op::Poll => "poll",
+            Op::Hold => "hold",
         }
     }
 }

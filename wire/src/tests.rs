@@ -131,6 +131,7 @@ fn request() -> impl Strategy<Value = Request> {
         Just(Request::GetVolumeConfig {}),
         config().prop_map(|config| Request::SetVolumeConfig { config }),
         any::<(u64, u64)>().prop_map(|(session, acked)| Request::Poll { session, acked }),
+        (any::<u64>(), proptest::collection::vec(any::<u64>(), 0..20)).prop_map(|(session, inos)| Request::Hold { session, inos }),
     ]
 }
 
@@ -180,6 +181,7 @@ fn reply() -> impl Strategy<Value = Result<Reply, FsError>> {
         proptest::collection::vec(proptest::option::of(attr()), 0..8).prop_map(|a| Ok(Reply::Attrs(a))),
         proptest::collection::vec((name(), any::<u64>()).prop_map(|(name, next)| DirName { name, next }), 0..8)
             .prop_map(|n| Ok(Reply::DirNames(n))),
+        any::<(u64, bool)>().prop_map(|(seq, everything)| Ok(Reply::Held { seq, everything })),
     ]
 }
 
@@ -286,6 +288,7 @@ fn opcodes_never_move() {
     assert_eq!(Request::GetVolumeConfig {}.encode().head[0], 64);
     assert_eq!(Request::SetVolumeConfig { config: Default::default() }.encode().head[0], 65);
     assert_eq!(Request::Poll { session: 1, acked: 0 }.encode().head[0], 66);
+    assert_eq!(Request::Hold { session: 1, inos: vec![] }.encode().head[0], 68);
     assert_eq!(Request::Getattr { loc: Loc::root() }.encode_in_session(5).head[0], 67);
 }
 

@@ -120,12 +120,13 @@ impl Listing {
     pub async fn wait_for(mut self, kc: &KernelCache, dir: u64, name: &str) -> Option<Attr> {
         let found = async {
             loop {
-                if let Some((a, _)) = kc.memo_entry(dir, name) {
+                // (remembered but not yet held: waits for the hold)
+                if let Some((a, _)) = kc.memo_entry_soon(dir, name).await {
                     return Some(a);
                 }
                 // Err: the listing ended (one last look)
                 if self.0.changed().await.is_err() {
-                    return kc.memo_entry(dir, name).map(|(a, _)| a);
+                    return kc.memo_entry_soon(dir, name).await.map(|(a, _)| a);
                 }
             }
         };

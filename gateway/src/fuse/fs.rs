@@ -113,13 +113,15 @@ impl GatewayFs {
         F: Future<Output = FsResult<Attr>> + Send + 'static,
     {
         let (xl, inodes, kc, t) = (self.xl.clone(), self.inodes.clone(), self.kc.clone(), self.kc.ticket());
+        // (no directory: an inode never held, so TTL 0)
+        let dir = args.as_ref().ok().and_then(|(p, _, _)| p.fid).map_or(0, FileId::ino);
         let work = async move {
             let (ploc, name, extra) = args?;
             let attr = call(xl, ploc.clone(), name.clone(), extra).await?;
             inodes.remember(&ploc, &name, attr.fid);
             Ok(attr)
         };
-        self.answer(reply, work, move |r, a| r.entry(&kc.ttl(t), &convert::attr(&a), Generation(0)));
+        self.answer(reply, work, move |r, a| r.entry(&kc.ttl(t, &[dir, a.fid.ino()]), &convert::attr(&a), Generation(0)));
     }
 
     /// A name is being added to directory `parent` through this gateway:
@@ -254,6 +256,10 @@ impl Filesystem for GatewayFs {
             } {
                 return Ok(a);
             }
+            // remembered, and the holds it needs under way
+            if let Some((a, _)) = kc.memo_entry_soon(parent.0, &n).await {
+                return Ok(a);
+            }
             let a = xl.lookup(&p, &n).await?;
             kc.remember_entry(t, m, parent.0, &n, &a);
             Ok(a)
@@ -272,11 +278,15 @@ impl Filesystem for GatewayFs {
         let (xl, kc, t, m, loc) = (self.xl.clone(), self.kc.clone(), self.kc.ticket(), self.kc.memo_ticket(), self.inodes.loc(ino.0));
         let k2 = kc.clone();
         let work = async move {
+            // remembered, and its hold under way
+            if let Some((a, _)) = k2.memo_attr_soon(ino.0).await {
+                return Ok(a);
+            }
             let a = xl.getattr(&loc?).await?;
             k2.remember_attr(t, m, &a);
             Ok(a)
         };
-        self.answer(reply, work, move |r, a| r.attr(&kc.ttl(t), &convert::attr(&a)));
+        self.answer(reply, work, move |r, a| r.attr(&kc.ttl(t, &[ino.0]), &convert::attr(&a)));
     }
 
     fn setattr(
@@ -316,7 +326,7 @@ impl Filesystem for GatewayFs {
             k2.changed_attrs(t, m, ino.0, r.as_ref().ok(), None);
             r
         };
-        self.answer(reply, work, move |r, a| r.attr(&kc.ttl(t), &convert::attr(&a)));
+        self.answer(reply, work, move |r, a| r.attr(&kc.ttl(t, &[ino.0]), &convert::attr(&a)));
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
@@ -596,7 +606,7 @@ impl Filesystem for GatewayFs {
 
     fn create(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, flags: i32, reply: ReplyCreate) {
         let _turn = self.readers.enter();
-        let (xl, inodes, fopen, fh) = (self.xl.clone(), self.inodes.clone(), self.fopen_flags(flags), self.new_fh(flags));
+        let (xl, inodes, fopen, fh) = (self.xl.clone(), self.inodes.clone(), self.fopen_flags(None, flags), self.new_fh(flags));
         let (kc, t) = (self.kc.clone(), self.kc.ticket());
         let args = parent_and_name(&inodes, parent, name)
             .map(|(p, n)| (p, new_file(n, mode & !umask, owner(req), flags & libc::O_EXCL != 0)));
@@ -607,7 +617,13 @@ impl Filesystem for GatewayFs {
             inodes.remember(&ploc, &new.name, attr.fid);
             Ok(attr)
         };
-        self.answer(reply, work, move |r, a| r.created(&kc.ttl(t), &convert::attr(&a), Generation(0), fh, fopen));
+        self.answer(reply, work, move |r, a| {
+            let ttl = kc.ttl(t, &[parent.0, a.fid.ino()]);
+            // an existing file the create opened, not yet held: its pages
+            // are checked on every read (TTL 0), and not kept from before
+            let fopen = if kc.holds().held(a.fid.ino()) { fopen } else { fopen - FopenFlags::FOPEN_KEEP_CACHE };
+            r.created(&ttl, &convert::attr(&a), Generation(0), fh, fopen)
+        });
     }
 
     fn getlk(

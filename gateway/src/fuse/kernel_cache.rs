@@ -10,13 +10,16 @@
 //! A TTL handed to the kernel never outlives the lease of *every* server (a
 //! lease counts from when its poll was sent, so it ends before the server's
 //! view of it), and is 0 when an invalidation arrived while the request was
-//! under way (its answer may predate the change) or when the lease is lost:
+//! under way (its answer may predate the change), when an inode it covers is
+//! not yet held on every server (`holds`: a change of it would not wait for
+//! this gateway; the memo does not answer for it either), or when the lease is lost:
 //! then the kernel's entries and attributes expire by themselves, and the
 //! pages it keeps are checked against size and mtime on the next read
 //! (`FUSE_AUTO_INVAL_DATA`). Kernel notifications never run on a fuser
 //! thread: the kernel may wait on a request that thread would have to read.
 
 use super::here::Here;
+use super::holds::Holds;
 use super::inodes::Inodes;
 use super::contents;
 use super::memo::{Asked, Memo, MemoTicket, Taken};
@@ -39,9 +42,14 @@ pub enum Mode {
     Off,
 }
 
-/// A request's view of the invalidations so far (taken when it starts).
+/// How long an answer from the memo waits for the holds it needs (a round
+/// is one round trip to every server, and the poll loops' apply).
+const HOLD_WAIT: Duration = Duration::from_millis(200);
+
+/// A request's view of the invalidations so far, and of the holds'
+/// generation (taken when it starts).
 #[derive(Clone, Copy, Debug)]
-pub struct Ticket(u64);
+pub struct Ticket(u64, u64);
 
 pub struct KernelCache {
     mode: Mode,
@@ -56,6 +64,8 @@ pub struct KernelCache {
     memo: Memo,
     /// what was answered from `memo` (metrics)
     here: Here,
+    /// which inodes every server waits for this gateway on
+    holds: Arc<Holds>,
     /// callbacks received, by whether the kernel may hold what they name
     callbacks: prometheus::IntCounterVec,
 }
@@ -71,6 +81,7 @@ impl KernelCache {
             notifier: OnceLock::new(),
             memo: Memo::default(),
             here: Here::default(),
+            holds: Arc::new(Holds::new(servers)),
             callbacks: prometheus::IntCounterVec::new(
                 prometheus::Opts::new(
                     "imca_gateway_callbacks_total",
@@ -85,6 +96,7 @@ impl KernelCache {
     /// Show the counts of answers given here, and of callbacks, in `registry`.
     pub fn register_metrics(&self, registry: &prometheus::Registry) -> prometheus::Result<()> {
         registry.register(Box::new(self.callbacks.clone()))?;
+        self.holds.register(registry)?;
         self.here.register(registry)
     }
 
@@ -94,6 +106,10 @@ impl KernelCache {
 
     pub fn inodes(&self) -> &Arc<Inodes> {
         &self.inodes
+    }
+
+    pub fn holds(&self) -> &Arc<Holds> {
+        &self.holds
     }
 
     /// The mount's notifier, once the kernel session exists.
@@ -107,11 +123,28 @@ impl KernelCache {
     }
 
     pub fn ticket(&self) -> Ticket {
-        Ticket(self.epoch.load(SeqCst))
+        Ticket(self.epoch.load(SeqCst), self.holds.generation())
     }
 
-    /// The TTL for an answer to a request that started with `t`.
-    pub fn ttl(&self, t: Ticket) -> Duration {
+    /// The TTL for an answer about `inos` (an entry's: its directory's and
+    /// its object's) to a request that started with `t`.
+    pub fn ttl(&self, t: Ticket, inos: &[u64]) -> Duration {
+        if self.mode == Mode::Off || !self.holds.check(inos) {
+            return Duration::ZERO;
+        }
+        self.unmoved(t)
+    }
+
+    /// Ask the servers to hold `ino` (what the memo keeps is served once
+    /// they do); with kernel caching off nothing is held.
+    fn want(&self, ino: u64) {
+        if self.mode == Mode::On {
+            self.holds.want(ino);
+        }
+    }
+
+    /// The lease left, if no invalidation came since `t` (else 0).
+    fn unmoved(&self, t: Ticket) -> Duration {
         if self.mode == Mode::Off || self.epoch.load(SeqCst) != t.0 {
             return Duration::ZERO;
         }
@@ -128,16 +161,46 @@ impl KernelCache {
     pub fn memo_attr(&self, ino: u64) -> Option<(xlator::Attr, Duration)> {
         self.memo_serves()?;
         let a = self.memo.attr(ino)?;
+        self.holds.check(&[ino]).then_some(())?;
         self.here.getattr.inc();
         Some((a, self.remaining()))
     }
 
-    /// [`KernelCache::memo_attr`] for `name` in directory `parent`.
+    /// [`KernelCache::memo_entry`] for `name` in directory `parent`.
     pub fn memo_entry(&self, parent: u64, name: &str) -> Option<(xlator::Attr, Duration)> {
         self.memo_serves()?;
         let a = self.memo.entry(parent, name)?;
+        self.holds.check(&[parent, a.fid.ino()]).then_some(())?;
         self.here.lookup.inc();
         Some((a, self.remaining()))
+    }
+
+    /// [`KernelCache::memo_entry`], waiting (briefly) for the holds it
+    /// needs when the memo has the entry but they are under way: a listing
+    /// just remembered it (`ls -l` in a directory another gateway wrote).
+    pub async fn memo_entry_soon(&self, parent: u64, name: &str) -> Option<(xlator::Attr, Duration)> {
+        if let Some(r) = self.memo_entry(parent, name) {
+            return Some(r);
+        }
+        self.memo_serves()?;
+        let a = self.memo.entry(parent, name)?;
+        if !self.holds.wait_held(&[parent, a.fid.ino()], HOLD_WAIT).await {
+            return None;
+        }
+        self.memo_entry(parent, name)
+    }
+
+    /// [`KernelCache::memo_attr`], waiting as [`KernelCache::memo_entry_soon`].
+    pub async fn memo_attr_soon(&self, ino: u64) -> Option<(xlator::Attr, Duration)> {
+        if let Some(r) = self.memo_attr(ino) {
+            return Some(r);
+        }
+        self.memo_serves()?;
+        self.memo.attr(ino)?;
+        if !self.holds.wait_held(&[ino], HOLD_WAIT).await {
+            return None;
+        }
+        self.memo_attr(ino)
     }
 
     fn memo_serves(&self) -> Option<()> {
@@ -157,7 +220,8 @@ impl KernelCache {
     /// Remember the answers of a request that started with `t` and `m`
     /// (only if no invalidation came meanwhile and the lease holds).
     pub fn remember_attr(&self, t: Ticket, m: MemoTicket, a: &xlator::Attr) {
-        if !self.ttl(t).is_zero() {
+        self.want(a.fid.ino());
+        if !self.unmoved(t).is_zero() {
             self.memo.store_attr(m, a);
         }
     }
@@ -166,20 +230,22 @@ impl KernelCache {
     /// that started with `t` and `m`, unless their inode was forgotten
     /// since or a callback came (see [`Memo::store_ahead`]).
     pub fn remember_ahead(&self, t: Ticket, m: MemoTicket, a: &xlator::Attr) {
-        if !self.ttl(t).is_zero() && self.memo.store_ahead(m, a) {
+        if !self.unmoved(t).is_zero() && self.memo.store_ahead(m, a) {
             self.here.dir_ahead.inc();
         }
     }
 
     /// False when nothing more fetched under `t` and `m` would be remembered.
     pub fn remember_entry(&self, t: Ticket, m: MemoTicket, parent: u64, name: &str, a: &xlator::Attr) -> bool {
-        !self.ttl(t).is_zero() && self.memo.store_entry(m, parent, name, a)
+        self.want(parent);
+        self.want(a.fid.ino());
+        !self.unmoved(t).is_zero() && self.memo.store_entry(m, parent, name, a)
     }
 
     /// Whether `name` is known not to exist in `parent` (a directory made
     /// through this gateway that holds only names remembered; see `memo`).
     pub fn memo_absent(&self, parent: u64, name: &str) -> bool {
-        let absent = self.memo_serves().is_some() && self.memo.absent(parent, name);
+        let absent = self.memo_serves().is_some() && self.memo.absent(parent, name) && self.holds.check(&[parent]);
         if absent {
             self.here.lookup_absent.inc();
         }
@@ -191,11 +257,15 @@ impl KernelCache {
     /// `new` when `a` is the object that request created.
     pub fn added(&self, t: Ticket, parent: u64, name: &str, a: Option<&xlator::Attr>, new: bool) {
         self.changing_inode(parent);
+        if let Some(a) = a.filter(|_| new) {
+            // the servers recorded the hold from the create itself
+            self.holds.made(t.1, a.fid.ino());
+        }
         // taken before the lease check: a callback between the two voids it
         let m = self.memo.ticket();
         let stored = match a {
-            Some(a) if !self.ttl(t).is_zero() && new => self.memo.store_created(m, parent, name, a),
-            Some(a) if !self.ttl(t).is_zero() => self.memo.store_entry(m, parent, name, a),
+            Some(a) if !self.unmoved(t).is_zero() && new => self.memo.store_created(m, parent, name, a),
+            Some(a) if !self.unmoved(t).is_zero() => self.memo.store_entry(m, parent, name, a),
             _ => false,
         };
         if !stored {
@@ -225,7 +295,7 @@ impl KernelCache {
     /// remembered if nothing moved meanwhile and the lease holds, else
     /// forgotten.
     pub fn changed_attrs(&self, t: Ticket, m: MemoTicket, ino: u64, a: Option<&xlator::Attr>, content: Option<Bytes>) {
-        self.memo.store_changed(m, ino, a.filter(|_| !self.ttl(t).is_zero()), content);
+        self.memo.store_changed(m, ino, a.filter(|_| !self.unmoved(t).is_zero()), content);
     }
 
     /// A READ of `size` bytes at `offset` of inode `ino`, answered from the
@@ -233,6 +303,7 @@ impl KernelCache {
     pub fn memo_read(&self, ino: u64, offset: u64, size: u32) -> Option<Bytes> {
         self.memo_serves()?;
         let d = self.memo.content(ino)?;
+        self.holds.check(&[ino]).then_some(())?;
         self.here.read.inc();
         Some(contents::slice(&d, offset, size))
     }
@@ -258,7 +329,7 @@ impl KernelCache {
     /// inode (set and remove xattr invalidate its attributes), which
     /// forgets it here.
     pub fn known_absent(&self, ino: u64, x: Asked) -> bool {
-        let none = self.memo_serves().is_some() && self.memo.lacks(ino, x);
+        let none = self.memo_serves().is_some() && self.memo.lacks(ino, x) && self.holds.check(&[ino]);
         if none {
             match x {
                 Asked::Capability => self.here.capability.inc(),
@@ -277,7 +348,7 @@ impl KernelCache {
     /// A server said inode `ino` lacks `x`, in answer to a request that
     /// started with `t` and `m`: remembered if nothing moved meanwhile.
     pub fn learned_absent(&self, t: Ticket, m: MemoTicket, ino: u64, x: Asked) {
-        if !self.ttl(t).is_zero() {
+        if !self.unmoved(t).is_zero() {
             self.memo.store_lack(m, ino, x);
         }
     }
@@ -406,6 +477,11 @@ pub async fn poll_loop(
             Ok(cb) => {
                 backoff = Duration::from_millis(50);
                 let mut items = cb.items;
+                if cb.fresh {
+                    // It holds nothing for us (before our first poll, a
+                    // create's hold was not recorded either).
+                    kc.holds.forgotten(i);
+                }
                 if cb.fresh && had_lease {
                     // The server forgot us (restart): we may have missed some.
                     tracing::info!(server = %server.describe(), "kernel-cache session renewed from scratch; dropping the kernel's caches");
@@ -413,6 +489,7 @@ pub async fn poll_loop(
                 }
                 kc.apply(items).await;
                 acked = cb.seq;
+                kc.holds.applied(i, acked);
                 if !cb.lease.is_zero() {
                     // A little short of the server's count, for clock-rate drift.
                     kc.renew(i, sent + cb.lease - cb.lease / 32);

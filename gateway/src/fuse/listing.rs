@@ -67,7 +67,7 @@ pub async fn readdirplus(
                     missing = true;
                     return true;
                 };
-                let full = reply.add(INodeNo(e.fid.ino()), off, &e.name, &kc.ttl(t), &convert::attr(a), gen);
+                let full = reply.add(INodeNo(e.fid.ino()), off, &e.name, &kc.ttl(t, &[ino.0, e.fid.ino()]), &convert::attr(a), gen);
                 if !full {
                     // The kernel now holds a lookup reference on it.
                     kc.inodes().remember(&loc, &e.name, e.fid);

@@ -9,6 +9,7 @@ pub mod convert;
 pub mod dirs;
 pub mod fs;
 mod here;
+pub mod holds;
 pub mod inodes;
 pub mod kernel_cache;
 pub mod locks;

@@ -24,9 +24,12 @@ impl GatewayFs {
         FileHandle(self.next_fh.fetch_add(1, Relaxed) << 1 | u64::from(direct_io(flags)))
     }
 
-    pub(super) fn fopen_flags(&self, flags: i32) -> FopenFlags {
+    /// The open flags of inode `ino` (None: a create's, decided once
+    /// answered): pages are kept across opens of a held inode only (one
+    /// not held yet has its attributes, and pages, checked on every read).
+    pub(super) fn fopen_flags(&self, ino: Option<INodeNo>, flags: i32) -> FopenFlags {
         let mut f = FopenFlags::empty();
-        if self.kc.keep_cache() {
+        if self.kc.keep_cache() && ino.is_none_or(|i| self.kc.holds().check(&[i.0])) {
             f |= FopenFlags::FOPEN_KEEP_CACHE;
         }
         if direct_io(flags) {
@@ -36,7 +39,7 @@ impl GatewayFs {
     }
 
     pub(super) fn open_file(&self, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let (xl, loc, fopen, fh) = (self.xl.clone(), self.inodes.loc(ino.0), self.fopen_flags(flags.0), self.new_fh(flags.0));
+        let (xl, loc, fopen, fh) = (self.xl.clone(), self.inodes.loc(ino.0), self.fopen_flags(Some(ino), flags.0), self.new_fh(flags.0));
         if !self.kc.keep_cache() {
             // Without kernel caching, an open is the moment close-to-open
             // consistency is checked: it waits, as it always did.

@@ -140,6 +140,17 @@ impl ProtocolClient {
         }
     }
 
+    /// Tell the server this gateway is about to let its kernel cache
+    /// `inos`; answers the seq of the last invalidation queued for it then
+    /// (applied before holding them), and whether the server waits for it
+    /// on every change anyway.
+    pub async fn hold(&self, inos: Vec<u64>) -> FsResult<(u64, bool)> {
+        match self.call(Request::Hold { session: self.session, inos }, 0).await? {
+            Reply::Held { seq, everything } => Ok((seq, everything)),
+            other => Err(self.unexpected("hold", &other)),
+        }
+    }
+
     /// One round trip. Transport failures and timeouts become EIO.
     pub(crate) async fn call(&self, req: Request, reply_bulk_max: usize) -> FsResult<Reply> {
         let op = req.op();

@@ -1,11 +1,13 @@
 //! Kernel-cache leases and invalidation callbacks, on one storage server.
 //!
 //! ```text
+//!  gateway H: Hold{h, inos} ──> hold(): h's kernel may cache these from now on
 //!  gateway H: Poll{h, acked} ──> poll(): renew h's lease (only if h acked all it was sent),
 //!                                        drop what h acked, answer h's queue (or wait ≤ hold)
 //!  gateway G: [session g] write ──> translator below ──> invalidate(g, items):
 //!                                        queue items for every other live session,
-//!                                        wait until each acked them or its lease ran out
+//!                                        wait until each that holds one acked them
+//!                                        or its lease ran out
 //!                                   ──> reply to G
 //! ```
 //!
@@ -15,10 +17,24 @@
 //! and a quarter lease more (the slack: a TTL reaches the kernel a moment
 //! after the gateway computed it, later on a loaded machine), so a gateway's
 //! lease always ends first. A mutation is acknowledged only after every
-//! other live gateway confirmed it dropped what the mutation changes, or
-//! after its lease and slack ended (a frozen or partitioned gateway's kernel
-//! has stopped using what it cached by then): the promise "after a mutation
-//! is acknowledged, every gateway sees it" holds with kernel caching on.
+//! other live gateway that holds what it changes confirmed it dropped it,
+//! or after its lease and slack ended (a frozen or partitioned gateway's
+//! kernel has stopped using what it cached by then): the promise "after a
+//! mutation is acknowledged, every gateway sees it" holds with kernel
+//! caching on.
+//!
+//! **Holds.** A gateway tells each server which inodes it is about to let
+//! its kernel (or its memo) answer from (`Hold`), and does so only once
+//! every server recorded them and it applied every invalidation queued
+//! for it before that (the `Held` answer's `seq`). A mutation waits only
+//! for the gateways that hold what it names (an entry: its directory);
+//! the others get its invalidations too, without anyone waiting, at their
+//! next poll, so what they remember unheld stays right for when they hold
+//! it. Without holds every idle gateway cost every writer a callback round
+//! trip per change (docs/benchmarks.md, stop 21). A gateway is never told
+//! to forget a hold: the record is bounded ([`MAX_SESSION_HOLDS`] per
+//! session, [`MAX_HOLDS`] per server), and a session past it is waited for
+//! on every change, as before holds.
 //!
 //! A poll renews the lease only if it acknowledges everything already sent
 //! to that session, so a gateway that polls but never applies its
@@ -28,13 +44,13 @@
 //! `All`), and each answer ([`MAX_BATCH`]).
 
 use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
-use wire::{Invalidation, Reply, NO_SESSION};
+use wire::{Invalidation, Reply, MAX_HOLD, NO_SESSION};
 use xlator::{FsError, FsResult};
 
 /// Sessions (gateways) one server keeps.
@@ -43,6 +59,11 @@ pub const MAX_SESSIONS: usize = 1024;
 pub const MAX_QUEUE: usize = 4096;
 /// Invalidations in one poll answer.
 pub const MAX_BATCH: usize = 256;
+/// Inodes one session may hold before it is waited for on every change.
+pub const MAX_SESSION_HOLDS: usize = 1 << 20;
+/// Inodes all sessions together may hold (8 bytes each and the set's
+/// overhead: about 64 MiB at most).
+pub const MAX_HOLDS: usize = 1 << 21;
 /// The lease when none is configured.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(1);
 
@@ -59,6 +80,34 @@ struct Session {
     acked: watch::Sender<u64>,
     /// a held poll waits on this
     wake: Arc<Notify>,
+    /// what its kernel may hold (see the module page)
+    holds: Holds,
+}
+
+/// The inodes a session told this server it holds.
+enum Holds {
+    These(HashSet<u64>),
+    /// the record was full: every change waits for it
+    Everything,
+}
+
+impl Holds {
+    fn len(&self) -> usize {
+        match self {
+            Holds::These(h) => h.len(),
+            Holds::Everything => 0,
+        }
+    }
+
+    /// Whether a change naming `items` must wait for this session.
+    fn any(&self, items: &[Invalidation]) -> bool {
+        let Holds::These(h) = self else { return true };
+        items.iter().any(|i| match i {
+            Invalidation::Inode { fid, .. } => h.contains(&fid.ino()),
+            Invalidation::Entry { parent, .. } => h.contains(&parent.ino()),
+            Invalidation::All => true,
+        })
+    }
 }
 
 impl Session {
@@ -70,10 +119,13 @@ impl Session {
             delivered: 0,
             acked: watch::Sender::new(0),
             wake: Arc::new(Notify::new()),
+            holds: Holds::These(HashSet::new()),
         }
     }
 
-    fn push(&mut self, items: &[Invalidation]) -> u64 {
+    /// Queue `items`; a held poll is answered at once if `waited` (a writer
+    /// waits for it) or once a batch is full, else at its quarter lease.
+    fn push(&mut self, items: &[Invalidation], waited: bool) -> u64 {
         if self.queue.len() + items.len() > MAX_QUEUE {
             // The gateway drops everything it has: one item says so.
             self.queue.clear();
@@ -85,7 +137,9 @@ impl Session {
                 self.queue.push_back((self.last_seq, i.clone()));
             }
         }
-        self.wake.notify_one();
+        if waited || self.queue.len() >= MAX_BATCH {
+            self.wake.notify_one();
+        }
         self.last_seq
     }
 
@@ -116,12 +170,17 @@ struct Metrics {
     wait: Histogram,
     /// `imca_storage_kernel_cache_sessions`: gateways with a live lease
     sessions: IntGauge,
+    /// `imca_storage_kernel_cache_holds`: inodes gateways said they hold
+    holds: IntGauge,
 }
 
 impl Metrics {
     fn register(registry: &Registry) -> Metrics {
         let waits = IntCounterVec::new(
-            Opts::new("imca_storage_callbacks_total", "Invalidation callbacks to gateways, by how the wait ended"),
+            Opts::new(
+                "imca_storage_callbacks_total",
+                "Invalidation callbacks to gateways, by how the wait ended (not_held: queued for a gateway that holds none of what they name, not waited for)",
+            ),
             &["outcome"],
         )
         .expect("valid metric");
@@ -131,10 +190,13 @@ impl Metrics {
         )
         .expect("valid metric");
         let sessions = IntGauge::new("imca_storage_kernel_cache_sessions", "Gateway sessions known to this server").expect("valid metric");
+        let holds = IntGauge::new("imca_storage_kernel_cache_holds", "Inodes gateways told this server their kernels may cache (the leases held)")
+            .expect("valid metric");
         let _ = registry.register(Box::new(waits.clone()));
         let _ = registry.register(Box::new(wait.clone()));
         let _ = registry.register(Box::new(sessions.clone()));
-        Metrics { waits, wait, sessions }
+        let _ = registry.register(Box::new(holds.clone()));
+        Metrics { waits, wait, sessions, holds }
     }
 }
 
@@ -273,12 +335,51 @@ impl Callbacks {
         }
     }
 
+    /// Gateway `session` is about to let its kernel cache `inos`: record
+    /// them; answer the seq of the last invalidation queued for it, which
+    /// it applies before it does (EAGAIN: this server does not know the
+    /// session; it polls first).
+    pub fn hold(&self, session: u64, inos: &[u64]) -> FsResult<Reply> {
+        if session == NO_SESSION || inos.len() > MAX_HOLD {
+            return Err(FsError::EINVAL);
+        }
+        let mut t = self.sessions.lock().unwrap();
+        let total = self.metrics.holds.get() as usize;
+        let s = t.get_mut(&session).ok_or(FsError(libc::EAGAIN))?;
+        if let Holds::These(h) = &mut s.holds {
+            let before = h.len();
+            if before + inos.len() > MAX_SESSION_HOLDS || total + inos.len() > MAX_HOLDS {
+                tracing::warn!(session, held = before, "a gateway's record of held inodes is full; every change waits for it");
+                s.holds = Holds::Everything;
+                self.metrics.holds.sub(before as i64);
+            } else {
+                h.extend(inos);
+                self.metrics.holds.add((h.len() - before) as i64);
+            }
+        }
+        if s.last_seq > s.delivered {
+            // It is about to wait for these: answer its poll now.
+            s.wake.notify_one();
+        }
+        Ok(Reply::Held { seq: s.last_seq, everything: matches!(s.holds, Holds::Everything) })
+    }
+
+    /// Gateway `session` asked for a new object `ino` (a create, mkdir,
+    /// mknod or symlink with the id it drew): it holds it, recorded before
+    /// the object exists, so nothing about it can have been missed.
+    pub fn hold_new(&self, session: u64, ino: u64) {
+        if session != NO_SESSION {
+            let _ = self.hold(session, &[ino]);
+        }
+    }
+
     /// Forget expired sessions when the table is full; refuse if all live.
     fn make_room(&self, t: &mut HashMap<u64, Session>, now: Instant) -> FsResult<()> {
         if t.len() < MAX_SESSIONS {
             return Ok(());
         }
         t.retain(|_, s| self.live(s, now));
+        self.metrics.holds.set(t.values().map(|s| s.holds.len() as i64).sum());
         if t.len() >= MAX_SESSIONS {
             tracing::warn!(max = MAX_SESSIONS, "kernel-cache sessions full; a gateway gets no lease");
             return Err(FsError(libc::EAGAIN));
@@ -299,13 +400,19 @@ impl Callbacks {
         let waits: Vec<(u64, u64, watch::Receiver<u64>)> = {
             let mut t = self.sessions.lock().unwrap();
             let now = Instant::now();
-            t.iter_mut()
+            let mut not_held = 0;
+            let waits = t
+                .iter_mut()
                 .filter(|(id, s)| **id != from && self.live(s, now))
-                .map(|(id, s)| {
-                    let target = s.push(items);
-                    (*id, target, s.acked.subscribe())
+                .filter_map(|(id, s)| {
+                    let waited = s.holds.any(items);
+                    let target = s.push(items, waited);
+                    not_held += u64::from(!waited);
+                    waited.then(|| (*id, target, s.acked.subscribe()))
                 })
-                .collect()
+                .collect();
+            self.metrics.waits.with_label_values(&["not_held"]).inc_by(not_held);
+            waits
         };
         if waits.is_empty() {
             return;

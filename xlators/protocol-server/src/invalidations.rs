@@ -31,6 +31,16 @@ pub fn mutates(req: &Request) -> bool {
     ) || matches!(req, Open { flags, .. } if flags & libc::O_TRUNC != 0)
 }
 
+/// The inode of the object `req` makes with the id its gateway drew (the
+/// gateway holds it from the start: `callbacks::Callbacks::hold_new`).
+pub fn made(req: &Request) -> Option<u64> {
+    use Request::*;
+    match req {
+        Create { new, .. } | Mkdir { new, .. } | Mknod { new, .. } | Symlink { new, .. } => Some(new.fid.ino()),
+        _ => None,
+    }
+}
+
 /// The invalidations for `req`, applied with the outcome `reply`.
 pub fn of(req: &Request, reply: &Reply) -> Vec<Invalidation> {
     let mut out = Vec::new();

@@ -97,6 +97,8 @@ impl ProtocolServer {
             // gateway's lease or acknowledge its invalidations.
             Request::Poll { session: s, acked } if s == session => self.callbacks.poll(s, acked).await,
             Request::Poll { .. } => Err(FsError::EINVAL),
+            Request::Hold { session: s, inos } if s == session => self.callbacks.hold(s, &inos),
+            Request::Hold { .. } => Err(FsError::EINVAL),
             Request::GetVolumeConfig {} => {
                 let config = self.volume.current();
                 Ok(Reply::Config { accepted: false, fence: self.volume.fences.open(&config), config })
@@ -126,6 +128,9 @@ impl ProtocolServer {
                 if let Some(fid) = opening {
                     self.opens.admit(session, fid)?;
                 }
+                if let Some(ino) = invalidations::made(&file_op) {
+                    self.callbacks.hold_new(session, ino);
+                }
                 let mutates = invalidations::mutates(&file_op);
                 let copy = (mutates || opening.is_some()).then(|| file_op.clone());
                 let reply = call(&*self.top, file_op).await?;
@@ -149,7 +154,9 @@ macro_rules! call_translator {
         async fn call(x: &dyn Translator, req: Request) -> FsResult<Reply> {
             match req {
                 $( Request::$v { $($a),* } => x.$m($($a.as_param()),*).await.map(ReplyShape::into_reply), )*
-                Request::GetVolumeConfig {} | Request::SetVolumeConfig { .. } | Request::Poll { .. } => Err(FsError::ENOSYS),
+                Request::GetVolumeConfig {} | Request::SetVolumeConfig { .. } | Request::Poll { .. } | Request::Hold { .. } => {
+                    Err(FsError::ENOSYS)
+                }
             }
         }
     };
