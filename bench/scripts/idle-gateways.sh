@@ -14,10 +14,11 @@
 # attributes) is then waited for, as for gateways that look at the files.
 #
 # usage (root; bindfs, python3): cargo build --release -p imca
-#        bench/scripts/idle-gateways.sh [target/release/imca]
+#        bench/scripts/idle-gateways.sh [target/release/imca [OTHER_BIN...]]
+# (several binaries: each gets its clusters, all in the same rounds)
 # knobs: IDLE ("0 1 2 4"), ROUNDS (3), WATCH (0)
 set -euo pipefail
-BIN=$(realpath "${1:-target/release/imca}")
+[ $# -ge 1 ] || set -- target/release/imca
 IDLE=${IDLE:-"0 1 2 4"} ROUNDS=${ROUNDS:-3}
 export WATCH=${WATCH:-0}
 W=$(mktemp -d /var/tmp/imca-idle.XXXXXX)
@@ -45,8 +46,11 @@ wait_file() { # wait_file PATH LOG: until PATH exists (60 s), else show LOG and 
 # Every cluster runs at once and the rounds alternate over them (and bindfs):
 # this machine's speed drifts by 2x over minutes, bindfs's included.
 args=()
+b=0
+for BIN in "$@"; do
+BIN=$(realpath "$BIN")
 for k in $IDLE; do
-    C="$W/k$k"
+    C="$W/b$b-k$k"
     mkdir -p "$C/m0"
     "$BIN" up --no-cache --dir "$C/c" --mount "$C/m0" > "$C/up.log" 2>&1 & PIDS+=($!)
     wait_file "$C/c/cluster.json" "$C/up.log"
@@ -59,8 +63,12 @@ for k in $IDLE; do
         idle+=($!)
     done
     for g in $(seq "$k"); do wait_file "$C/c/g$g.ready" "$C/g$g.log"; done
-    writer=$(pgrep -f "imca mount .* $C/m0\$" | head -1)
-    args+=("$k=$C/m0=$writer=$(IFS=,; echo "${idle[*]}")")
+    writer=$(pgrep -f "imca[a-z0-9-]* mount .* $C/m0\$" | head -1)
+    label=$k
+    [ $# -gt 1 ] && label="$k ($BIN)"
+    args+=("$label=$C/m0=$writer=$(IFS=,; echo "${idle[*]}")")
+done
+b=$((b + 1))
 done
 PYTHONPATH="$(dirname "$0")" python3 - "$ROUNDS" "$W/bindfs" "${args[@]}" <<'PY'
 import os, shutil, sys, time

@@ -59,6 +59,8 @@ pub struct KernelCache {
     valid_until: Vec<AtomicU64>,
     /// bumped before every batch of invalidations reaches the kernel
     epoch: AtomicU64,
+    /// what the latest batches named, by epoch (see [`Recent`])
+    recent: std::sync::Mutex<Recent>,
     notifier: OnceLock<Notifier>,
     /// what was answered, for re-validations (see `memo`)
     memo: Memo,
@@ -78,6 +80,7 @@ impl KernelCache {
             base: Instant::now(),
             valid_until: (0..servers.max(1)).map(|_| AtomicU64::new(0)).collect(),
             epoch: AtomicU64::new(0),
+            recent: std::sync::Mutex::default(),
             notifier: OnceLock::new(),
             memo: Memo::default(),
             here: Here::default(),
@@ -132,7 +135,10 @@ impl KernelCache {
         if self.mode == Mode::Off || !self.holds.check(inos) {
             return Duration::ZERO;
         }
-        self.unmoved(t)
+        if self.epoch.load(SeqCst) != t.0 && self.recent.lock().unwrap_or_else(|p| p.into_inner()).named_since(t.0, inos) {
+            return Duration::ZERO;
+        }
+        self.remaining()
     }
 
     /// Ask the servers to hold `ino` (what the memo keeps is served once
@@ -188,6 +194,15 @@ impl KernelCache {
             return None;
         }
         self.memo_entry(parent, name)
+    }
+
+    /// Have directory `dir` and the objects of `listed` held (waiting
+    /// briefly): a listing with attributes is about to hand them out.
+    pub async fn hold_listed(&self, dir: u64, listed: &[xlator::DirEntry]) {
+        if self.mode == Mode::On && !self.remaining().is_zero() {
+            let inos: Vec<u64> = std::iter::once(dir).chain(listed.iter().map(|e| e.fid.ino())).collect();
+            self.holds.wait_held(&inos, HOLD_WAIT).await;
+        }
     }
 
     /// [`KernelCache::memo_attr`], waiting as [`KernelCache::memo_entry_soon`].
@@ -376,7 +391,11 @@ impl KernelCache {
         if items.is_empty() {
             return;
         }
-        self.epoch.fetch_add(1, SeqCst);
+        {
+            let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+            let epoch = self.epoch.fetch_add(1, SeqCst) + 1;
+            recent.note(epoch, &items);
+        }
         for item in &items {
             match item {
                 Invalidation::Inode { fid, .. } => self.memo.forget_inode(fid.ino()),
@@ -449,6 +468,51 @@ impl KernelCache {
     }
 }
 
+/// The inodes the latest batches of invalidations named, so that an answer
+/// under way while one arrived gets TTL 0 only if it is about one of them
+/// (an entry's answer is about its directory and its object; an entry
+/// invalidation is recorded under its directory). Invalidations reach
+/// every gateway, most of them about files the answer does not concern:
+/// with one epoch for all, a trickle of them from writes elsewhere voided
+/// every answer under way, and a listing held just before (`holds`) lost
+/// its TTLs to the invalidations the hold itself made it apply.
+#[derive(Default)]
+struct Recent {
+    /// (epoch of the batch, inode or [`RECENT_ALL`])
+    named: std::collections::VecDeque<(u64, u64)>,
+    /// the latest epoch some of whose inodes were dropped from `named`
+    dropped: u64,
+}
+
+/// How many inodes [`Recent`] keeps.
+const RECENT: usize = 4096;
+/// In [`Recent`]: everything (no inode is 0).
+const RECENT_ALL: u64 = 0;
+
+impl Recent {
+    fn note(&mut self, epoch: u64, items: &[Invalidation]) {
+        for item in items {
+            let ino = match item {
+                Invalidation::Inode { fid, .. } => fid.ino(),
+                Invalidation::Entry { parent, .. } => parent.ino(),
+                Invalidation::All => RECENT_ALL,
+            };
+            if self.named.len() == RECENT {
+                if let Some((e, _)) = self.named.pop_front() {
+                    self.dropped = self.dropped.max(e);
+                }
+            }
+            self.named.push_back((epoch, ino));
+        }
+    }
+
+    /// Whether a batch after epoch `since` named one of `inos` (or it
+    /// cannot tell: some were dropped).
+    fn named_since(&self, since: u64, inos: &[u64]) -> bool {
+        self.dropped > since || self.named.iter().rev().take_while(|(e, _)| *e > since).any(|(_, i)| *i == RECENT_ALL || inos.contains(i))
+    }
+}
+
 /// The kernel answers ENOENT for what it no longer holds: nothing to do.
 fn quiet(r: std::io::Result<()>) {
     if let Err(e) = r {
@@ -505,5 +569,32 @@ pub async fn poll_loop(
                 backoff = (backoff * 2).min(Duration::from_secs(1));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xlator::FileId;
+
+    #[test]
+    fn an_answer_is_voided_only_by_invalidations_of_what_it_is_about() {
+        let mut r = Recent::default();
+        let (dir, a, b) = (FileId(2), FileId(3), FileId(4));
+        r.note(1, &[Invalidation::attrs(a)]);
+        r.note(2, &[Invalidation::entry(dir, "x")]);
+        assert!(r.named_since(0, &[a.ino()]), "a's attributes changed after epoch 0");
+        assert!(!r.named_since(1, &[a.ino()]), "not after epoch 1");
+        assert!(!r.named_since(0, &[b.ino()]), "nothing about b");
+        assert!(r.named_since(1, &[dir.ino(), b.ino()]), "an entry of dir went: a lookup in dir is voided");
+        r.note(3, &[Invalidation::All]);
+        assert!(r.named_since(2, &[b.ino()]), "everything went");
+        // Past its bound it cannot tell for epochs it no longer covers.
+        let mut r = Recent::default();
+        for e in 1..=RECENT as u64 + 1 {
+            r.note(e, &[Invalidation::attrs(a)]);
+        }
+        assert!(r.named_since(0, &[b.ino()]), "epoch 1's inodes were dropped");
+        assert!(!r.named_since(1, &[b.ino()]));
     }
 }

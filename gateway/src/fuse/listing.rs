@@ -27,7 +27,7 @@ pub async fn readdir(xl: Next, loc: FsResult<Loc>, stream: Stream, ino: INodeNo,
     let r = async {
         let (loc, stream) = (loc?, stream.ok_or(FsError::EBADF)?);
         let mut stream = stream.lock().await;
-        fill(&xl, &loc, &mut stream, offset, false, |item| match item {
+        fill(&xl, &loc, &mut stream, offset, None, |item| match item {
             Item::Dot => reply.add(ino, AFTER_DOT, FileType::Directory, "."),
             Item::DotDot => reply.add(INodeNo(1), AFTER_DOTDOT, FileType::Directory, ".."),
             Item::Entry(e, off) => reply.add(INodeNo(e.fid.ino()), off, convert::kind(e.kind), &e.name),
@@ -59,7 +59,7 @@ pub async fn readdirplus(
         let dot = convert::dir_placeholder(ino);
         let gen = Generation(0);
         let mut missing = false;
-        fill(&xl, &loc, &mut stream, offset, true, |item| match item {
+        fill(&xl, &loc, &mut stream, offset, Some(&kc), |item| match item {
             Item::Dot => reply.add(ino, AFTER_DOT, ".", &Duration::ZERO, &dot, gen),
             Item::DotDot => reply.add(INodeNo(1), AFTER_DOTDOT, "..", &Duration::ZERO, &dot, gen),
             Item::Entry(e, off) => {
@@ -98,13 +98,16 @@ pub enum Item<'a> {
 }
 
 /// Fill a reply: `add` returns true when the kernel's buffer is full (the
-/// item was not added). `plus`: ask the pipeline for attributes too.
+/// item was not added). `plus`: ask the pipeline for attributes too, and
+/// (with kernel caching) have what was listed held before it is handed
+/// out, so the kernel can cache it (one round for a batch; `ls -l` in a
+/// directory another gateway wrote then stats nothing through FUSE).
 pub async fn fill(
     xl: &Next,
     loc: &Loc,
     stream: &mut DirStream,
     offset: u64,
-    plus: bool,
+    plus: Option<&KernelCache>,
     mut add: impl FnMut(Item<'_>) -> bool,
 ) -> FsResult<()> {
     if offset == 0 && add(Item::Dot) {
@@ -120,8 +123,11 @@ pub async fn fill(
     // Fill the kernel's buffer (glibc asks for 32 KiB at a time), fetching
     // batches until it is full or the listing ends.
     loop {
-        let entries = xl.readdir(loc, cookie, BATCH, plus).await?;
+        let entries = xl.readdir(loc, cookie, BATCH, plus.is_some()).await?;
         let Some(last) = entries.last() else { return Ok(()) };
+        if let (Some(kc), Some(dir)) = (plus, loc.fid) {
+            kc.hold_listed(dir.ino(), &entries).await;
+        }
         cookie = last.next;
         for e in &entries {
             let off = stream.record(k, e.next);
