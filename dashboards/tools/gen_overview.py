@@ -67,6 +67,11 @@ panel("Config epoch (gateways)", [("max(imca_gateway_config_epoch)", "epoch")], 
 panel("Gateways holding a valid lease", [("sum(imca_gateway_config_lease_valid)", "valid")], kind="stat", w=6, h=5, desc="A gateway without a lease bypasses the cache (authority unreachable)")
 panel("Epoch per gateway", [("imca_gateway_config_epoch", "{{instance}}")], kind="stat", w=6, h=5, desc="All equal once a change has propagated (within one lease)")
 
+newrow("Kernel cache (leases and callbacks)")
+panel("Answered by the gateway itself/s", [(f'sum by (op) (rate(imca_gateway_answered_here_total[{R}]))', "{{op}}")], unit="ops", desc="FUSE requests answered from what the gateway remembers under its lease, with no network round trip (the kernel answers most repeats itself and never asks)")
+panel("Callbacks/s by outcome (servers)", [(f'sum by (outcome) (rate(imca_storage_callbacks_total[{R}])) or vector(0)', "{{outcome}}")], unit="ops", desc="acked: a gateway holding what a mutation changed acknowledged before the reply; expired: it did not answer within its lease (frozen, partitioned); not_held: queued for a gateway that holds none of it, nobody waited (0 with one gateway)")
+panel("Inodes held per server (leases)", [("imca_storage_kernel_cache_holds", "{{instance}}"), ("imca_storage_kernel_cache_sessions", "{{instance}} sessions")], desc="Inodes gateways told each server their kernels may cache; a mutation waits only for the gateways that hold what it changes. A gateway past 2^20 is waited for on every change")
+
 dash = {
     "uid": "imca-overview", "title": "IMCa overview", "tags": ["imca"], "timezone": "browser", "schemaVersion": 39, "version": 1,
     "editable": True, "refresh": "10s", "time": {"from": "now-30m", "to": "now"},
