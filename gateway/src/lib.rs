@@ -216,7 +216,7 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
         tokio::spawn(fuse::kernel_cache::poll_loop(i, c.clone(), kc.clone(), drain.stopped()));
     }
     // What the kernel is about to cache is first held on every server.
-    tokio::spawn(kc.holds().clone().run(clients.clone(), drain.stopped()));
+    tokio::spawn(kc.holds().clone().run(clients.clone(), kc.drop_from_kernel(), drain.stopped()));
     let fs = fuse::GatewayFs::new(tokio::runtime::Handle::current(), graph.top.clone(), kc.clone()).stat_ahead(args.stat_ahead).selinux(args.selinux);
     let threads = args.fuse_threads.unwrap_or_else(|| cpus().clamp(2, 8));
     let mp = mountpoint.clone();

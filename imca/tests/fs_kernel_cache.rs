@@ -338,6 +338,41 @@ fn writes_wait_only_for_the_gateways_that_hold_the_file() {
     assert_eq!(std::fs::read(c.path_at(2, "f")).unwrap(), b"two!");
 }
 
+/// A gateway gives a hold back once its kernel forgot the inode (here:
+/// the file is removed through it, so the kernel evicts it): the servers
+/// stop counting it, and stop waiting for this gateway on it.
+#[test]
+fn a_hold_is_given_back_once_the_kernel_forgets_the_file() {
+    let c = ClusterSpec::new().gateways(2).start();
+    let gauge = |what: &str| {
+        let u = c.gateways[1].daemon.metrics_url().expect("gateway metrics");
+        http::sum(&common::http_get(&u), what, &[])
+    };
+    let given_back = || {
+        let u = c.gateways[1].daemon.metrics_url().expect("gateway metrics");
+        http::sum(&common::http_get(&u), "imca_gateway_hold_rounds_total", &["outcome=\"given_back\""])
+    };
+    let servers_hold = || storage_sum(&c, "imca_storage_kernel_cache_holds", "");
+    std::fs::write(c.path_at(0, "f"), b"one").unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let before = (gauge("imca_gateway_holds"), servers_hold());
+    // Gateway 1 looks at f until the servers hold it for gateway 1.
+    while gauge("imca_gateway_holds") <= before.0 {
+        assert!(std::time::Instant::now() < deadline, "f was never held");
+        assert_eq!(std::fs::read(c.path_at(1, "f")).unwrap(), b"one");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(servers_hold() > before.1, "the servers record the hold");
+    let (held, on_servers, rounds) = (gauge("imca_gateway_holds"), servers_hold(), given_back());
+    std::fs::remove_file(c.path_at(1, "f")).unwrap();
+    while given_back() <= rounds {
+        assert!(std::time::Instant::now() < deadline, "the kernel's FORGET never gave the hold back");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(gauge("imca_gateway_holds") < held, "still counted held");
+    assert!(servers_hold() < on_servers, "the servers still hold it for gateway 1");
+}
+
 /// By default the storage hosts' SELinux labels are not shown: the gateway
 /// answers EOPNOTSUPP itself, so `ls -l` asks once, not for every name, and
 /// no request reaches the servers; other xattrs pass as before.

@@ -15,6 +15,7 @@ const SET_VOLUME_CONFIG: u8 = 65;
 const POLL: u8 = 66;
 /// (67 is the session envelope's: `callback`)
 const HOLD: u8 = 68;
+const UNHOLD: u8 = 69;
 /// Inodes one `Hold` may name.
 pub const MAX_HOLD: usize = 4096;
 
@@ -35,6 +36,9 @@ macro_rules! requests {
             /// (`FileId::ino`): from now on a mutation of one waits for its
             /// acknowledgement (see `protocol_server::callbacks`)
             Hold { session: u64, inos: Vec<u64> },
+            /// the gateway's kernel dropped these inodes: changes need not
+            /// wait for it any more
+            Unhold { session: u64, inos: Vec<u64> },
         }
 
         /// What a request asks for, for metrics and logs.
@@ -45,6 +49,7 @@ macro_rules! requests {
             SetVolumeConfig,
             Poll,
             Hold,
+            Unhold,
         }
 
         impl Request {
@@ -55,6 +60,7 @@ macro_rules! requests {
                     Request::SetVolumeConfig { .. } => Op::SetVolumeConfig,
                     Request::Poll { .. } => Op::Poll,
                     Request::Hold { .. } => Op::Hold,
+                    Request::Unhold { .. } => Op::Unhold,
                 }
             }
 
@@ -85,6 +91,11 @@ macro_rules! requests {
                         session.put(&mut w, &mut bulk);
                         inos.put(&mut w, &mut bulk);
                     }
+                    Request::Unhold { session, inos } => {
+                        w.put_u8(UNHOLD);
+                        session.put(&mut w, &mut bulk);
+                        inos.put(&mut w, &mut bulk);
+                    }
                 }
                 Message::new(w.freeze(), bulk)
             }
@@ -97,6 +108,7 @@ macro_rules! requests {
                     SET_VOLUME_CONFIG => Request::SetVolumeConfig { config: Field::take(&mut r, &msg.bulk)? },
                     POLL => Request::Poll { session: Field::take(&mut r, &msg.bulk)?, acked: Field::take(&mut r, &msg.bulk)? },
                     HOLD => Request::Hold { session: Field::take(&mut r, &msg.bulk)?, inos: Field::take(&mut r, &msg.bulk)? },
+                    UNHOLD => Request::Unhold { session: Field::take(&mut r, &msg.bulk)?, inos: Field::take(&mut r, &msg.bulk)? },
                     t => return Err(WireError::BadTag { what: "opcode", tag: t }),
                 };
                 r.finish()?;
@@ -111,7 +123,7 @@ for_each_fop!(requests);
 impl Op {
     /// Every message kind, file operations first.
     pub fn all() -> impl Iterator<Item = Op> {
-        Fop::ALL.iter().map(|f| Op::File(*f)).chain([Op::GetVolumeConfig, Op::SetVolumeConfig, Op::Poll, Op::Hold])
+        Fop::ALL.iter().map(|f| Op::File(*f)).chain([Op::GetVolumeConfig, Op::SetVolumeConfig, Op::Poll, Op::Hold, Op::Unhold])
     }
 
     /// Lower-case name, used as the `op` metric label.
@@ -122,6 +134,7 @@ impl Op {
             Op::SetVolumeConfig => "set_volume_config",
             Op::Poll => "poll",
             Op::Hold => "hold",
+            Op::Unhold => "unhold",
         }
     }
 }

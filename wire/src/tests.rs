@@ -132,6 +132,7 @@ fn request() -> impl Strategy<Value = Request> {
         config().prop_map(|config| Request::SetVolumeConfig { config }),
         any::<(u64, u64)>().prop_map(|(session, acked)| Request::Poll { session, acked }),
         (any::<u64>(), proptest::collection::vec(any::<u64>(), 0..20)).prop_map(|(session, inos)| Request::Hold { session, inos }),
+        (any::<u64>(), proptest::collection::vec(any::<u64>(), 0..20)).prop_map(|(session, inos)| Request::Unhold { session, inos }),
     ]
 }
 

@@ -267,7 +267,9 @@ impl Filesystem for GatewayFs {
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
-        self.inodes.forget(ino.0, nlookup);
+        if self.inodes.forget(ino.0, nlookup) {
+            self.kc.forgotten(ino.0);
+        }
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {

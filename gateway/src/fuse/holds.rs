@@ -20,13 +20,23 @@
 //!
 //! A server that forgot the session (a restart, or an expired session it
 //! dropped) forgot its holds: [`Holds::forgotten`] drops them all (the poll
-//! loop drops the kernel's caches). Holds are never given back: a server
-//! bounds its record and past it waits for this gateway on every change,
-//! which it says (`everything`); this side stops asking past [`MAX_HELD`].
+//! loop drops the kernel's caches). A server bounds its record and past it
+//! waits for this gateway on every change, which it says (`everything`);
+//! this side stops asking past [`MAX_HELD`].
+//!
+//! **Giving back.** Once the kernel forgot an inode, [`Holds::release`]
+//! stops counting it held (no TTL, no memo answer), the kernel is told to
+//! drop it once more (an answer that saw it held just before may reach the
+//! kernel after the FORGET: its attributes are then ignored, the kernel
+//! having seen an invalidation since the request was sent), and only then
+//! the servers hear `Unhold`. A want meanwhile cancels a give-back not yet
+//! sent; one under way is followed by the hold, in order (one task sends
+//! both, the give-back first).
 
 use protocol_client::ProtocolClient;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use futures::future::BoxFuture;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use tokio::sync::{watch, Notify};
@@ -66,7 +76,14 @@ struct Wanted {
     next: Vec<u64>,
     /// in `next` or in the round under way
     asked: HashSet<u64>,
+    /// to give back: the set says which of `giving` still are
+    giving: Vec<u64>,
+    give: HashSet<u64>,
 }
+
+/// What the registrar does with inodes before it gives them back: has the
+/// kernel drop them.
+pub type DropFromKernel = Box<dyn Fn(Vec<u64>) -> BoxFuture<'static, ()> + Send + Sync>;
 
 impl Holds {
     pub fn new(servers: usize) -> Holds {
@@ -111,17 +128,39 @@ impl Holds {
         all
     }
 
-    /// Ask the servers to hold `ino` in the next round.
+    /// Ask the servers to hold `ino` in the next round (unless held).
     pub fn want(&self, ino: u64) {
-        if self.held.read().unwrap_or_else(|p| p.into_inner()).len() >= MAX_HELD {
-            return;
+        {
+            let held = self.held.read().unwrap_or_else(|p| p.into_inner());
+            if held.len() >= MAX_HELD || held.contains(&ino) {
+                return;
+            }
         }
         let mut w = self.wanted.lock().unwrap_or_else(|p| p.into_inner());
+        // (a give-back not sent yet is cancelled; the hold re-confirms it)
+        w.give.remove(&ino);
         if w.asked.insert(ino) {
             w.next.push(ino);
             if w.next.len() == 1 {
                 self.wake.notify_one();
             }
+        }
+    }
+
+    /// The kernel forgot `ino`: give its hold back.
+    pub fn release(&self, ino: u64) {
+        {
+            let mut held = self.held.write().unwrap_or_else(|p| p.into_inner());
+            if !held.remove(&ino) {
+                return;
+            }
+            self.gauge.dec();
+        }
+        let mut w = self.wanted.lock().unwrap_or_else(|p| p.into_inner());
+        // (a hold under way: it was wanted again, and will be held)
+        if !w.asked.contains(&ino) && w.give.insert(ino) {
+            w.giving.push(ino);
+            self.wake.notify_one();
         }
     }
 
@@ -174,6 +213,9 @@ impl Holds {
         self.everything[i].store(false, SeqCst);
         held.clear();
         self.gauge.set(0);
+        let mut w = self.wanted.lock().unwrap_or_else(|p| p.into_inner());
+        w.giving.clear();
+        w.give.clear();
     }
 
     /// How many inodes are held (metrics).
@@ -181,8 +223,9 @@ impl Holds {
         self.held.read().unwrap_or_else(|p| p.into_inner()).len()
     }
 
-    /// Ask the servers for what is wanted, round after round, until `stop`.
-    pub async fn run(self: Arc<Self>, servers: Vec<Arc<ProtocolClient>>, stop: impl std::future::Future<Output = ()>) {
+    /// Give back what the kernel forgot and ask the servers for what is
+    /// wanted, round after round, until `stop`.
+    pub async fn run(self: Arc<Self>, servers: Vec<Arc<ProtocolClient>>, drop_from_kernel: DropFromKernel, stop: impl std::future::Future<Output = ()>) {
         tokio::pin!(stop);
         loop {
             tokio::select! {
@@ -190,13 +233,25 @@ impl Holds {
                 _ = self.wake.notified() => {}
             }
             loop {
-                let batch: Vec<u64> = {
+                let (back, batch): (Vec<u64>, Vec<u64>) = {
                     let mut w = self.wanted.lock().unwrap_or_else(|p| p.into_inner());
+                    let n = w.giving.len().min(wire::MAX_HOLD);
+                    let giving: Vec<u64> = w.giving.drain(..n).collect();
+                    let back = giving.into_iter().filter(|i| w.give.remove(i)).collect();
                     let n = w.next.len().min(wire::MAX_HOLD);
-                    w.next.drain(..n).collect()
+                    (back, w.next.drain(..n).collect())
                 };
+                if !back.is_empty() {
+                    tokio::select! {
+                        _ = &mut stop => return,
+                        _ = self.give_back(&servers, &drop_from_kernel, back) => {}
+                    }
+                }
                 if batch.is_empty() {
-                    break;
+                    if self.wanted.lock().unwrap_or_else(|p| p.into_inner()).giving.is_empty() {
+                        break;
+                    }
+                    continue;
                 }
                 let ok = tokio::select! {
                     _ = &mut stop => return,
@@ -215,6 +270,20 @@ impl Holds {
                 }
             }
         }
+    }
+
+    /// The kernel drops `inos` (see the module page), then every server
+    /// hears it need not wait for us on them. A server that does not
+    /// answer keeps waiting for us: that costs writers, never coherence.
+    async fn give_back(&self, servers: &[Arc<ProtocolClient>], drop_from_kernel: &DropFromKernel, inos: Vec<u64>) {
+        drop_from_kernel(inos.clone()).await;
+        let answers = futures::future::join_all(servers.iter().map(|s| s.unhold(inos.clone()))).await;
+        for (s, a) in servers.iter().zip(answers) {
+            if let Err(e) = a {
+                tracing::debug!(server = %s.describe(), "unhold: {e:?}");
+            }
+        }
+        self.outcomes.with_label_values(&["given_back"]).inc();
     }
 
     /// One round: every server records `batch`; once what was queued for
@@ -270,6 +339,22 @@ mod tests {
         h.made(g, 8);
         assert!(!h.held(7), "a server forgot the session: nothing is held");
         assert!(!h.held(8), "made before the server forgot");
+    }
+
+    #[test]
+    fn a_give_back_not_yet_sent_is_cancelled_by_a_want() {
+        let h = Holds::new(1);
+        h.made(h.generation(), 7);
+        h.release(7);
+        assert!(!h.held(7), "not counted held once the kernel forgot it");
+        assert_eq!(h.wanted.lock().unwrap().giving, vec![7]);
+        h.want(7);
+        let w = h.wanted.lock().unwrap();
+        assert!(w.give.is_empty(), "the give-back is cancelled");
+        assert_eq!(w.next, vec![7], "and the hold asked again");
+        drop(w);
+        h.release(8);
+        assert!(h.wanted.lock().unwrap().give.is_empty(), "never held: nothing to give back");
     }
 
     #[tokio::test]

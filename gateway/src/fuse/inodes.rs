@@ -94,18 +94,20 @@ impl Inodes {
             .collect()
     }
 
-    /// The kernel dropped `n` references.
-    pub fn forget(&self, ino: u64, n: u64) {
+    /// The kernel dropped `n` references; true if it holds none now.
+    pub fn forget(&self, ino: u64, n: u64) -> bool {
         if ino == ROOT_INO {
-            return;
+            return false;
         }
         let mut map = self.lock();
         if let Some(node) = map.get_mut(&ino) {
             node.lookups = node.lookups.saturating_sub(n);
             if node.lookups == 0 {
                 map.remove(&ino);
+                return true;
             }
         }
+        false
     }
 
     /// `from` now lives at `to`: move it and everything below it.

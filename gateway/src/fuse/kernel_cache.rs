@@ -196,6 +196,30 @@ impl KernelCache {
         self.memo_entry(parent, name)
     }
 
+    /// The kernel forgot inode `ino`: its hold is given back.
+    pub fn forgotten(&self, ino: u64) {
+        self.holds.release(ino);
+    }
+
+    /// What the holds' registrar calls before giving `inos` back: the
+    /// kernel drops them (see `holds`).
+    pub fn drop_from_kernel(self: &Arc<Self>) -> super::holds::DropFromKernel {
+        let me = self.clone();
+        Box::new(move |inos: Vec<u64>| {
+            let me = me.clone();
+            Box::pin(async move {
+                let _ = tokio::task::spawn_blocking(move || {
+                    if let Some(n) = me.notifier.get() {
+                        for ino in inos {
+                            quiet(n.inval_inode(INodeNo(ino), 0, 0));
+                        }
+                    }
+                })
+                .await;
+            })
+        })
+    }
+
     /// Have directory `dir` and the objects of `listed` held (waiting
     /// briefly): a listing with attributes is about to hand them out.
     pub async fn hold_listed(&self, dir: u64, listed: &[xlator::DirEntry]) {

@@ -151,6 +151,14 @@ impl ProtocolClient {
         }
     }
 
+    /// Tell the server this gateway's kernel dropped `inos`.
+    pub async fn unhold(&self, inos: Vec<u64>) -> FsResult<()> {
+        match self.call(Request::Unhold { session: self.session, inos }, 0).await? {
+            Reply::Unit => Ok(()),
+            other => Err(self.unexpected("unhold", &other)),
+        }
+    }
+
     /// One round trip. Transport failures and timeouts become EIO.
     pub(crate) async fn call(&self, req: Request, reply_bulk_max: usize) -> FsResult<Reply> {
         let op = req.op();

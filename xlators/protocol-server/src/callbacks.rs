@@ -31,10 +31,10 @@
 //! the others get its invalidations too, without anyone waiting, at their
 //! next poll, so what they remember unheld stays right for when they hold
 //! it. Without holds every idle gateway cost every writer a callback round
-//! trip per change (docs/benchmarks.md, stop 21). A gateway is never told
-//! to forget a hold: the record is bounded ([`MAX_SESSION_HOLDS`] per
-//! session, [`MAX_HOLDS`] per server), and a session past it is waited for
-//! on every change, as before holds.
+//! trip per change (docs/benchmarks.md, stop 21). A gateway gives a hold
+//! back (`Unhold`) once its kernel forgot the inode. The record is bounded
+//! ([`MAX_SESSION_HOLDS`] per session, [`MAX_HOLDS`] per server), and a
+//! session past it is waited for on every change, as before holds.
 //!
 //! A poll renews the lease only if it acknowledges everything already sent
 //! to that session, so a gateway that polls but never applies its
@@ -362,6 +362,24 @@ impl Callbacks {
             s.wake.notify_one();
         }
         Ok(Reply::Held { seq: s.last_seq, everything: matches!(s.holds, Holds::Everything) })
+    }
+
+    /// Gateway `session`'s kernel dropped `inos`: changes of them no
+    /// longer wait for it (one past its bound is waited for on every change
+    /// still). A session this server does not know holds nothing here.
+    pub fn unhold(&self, session: u64, inos: &[u64]) -> FsResult<()> {
+        if session == NO_SESSION || inos.len() > MAX_HOLD {
+            return Err(FsError::EINVAL);
+        }
+        let mut t = self.sessions.lock().unwrap();
+        if let Some(Session { holds: Holds::These(h), .. }) = t.get_mut(&session) {
+            let before = h.len();
+            for ino in inos {
+                h.remove(ino);
+            }
+            self.metrics.holds.sub((before - h.len()) as i64);
+        }
+        Ok(())
     }
 
     /// Gateway `session` asked for a new object `ino` (a create, mkdir,

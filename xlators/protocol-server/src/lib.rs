@@ -99,6 +99,8 @@ impl ProtocolServer {
             Request::Poll { .. } => Err(FsError::EINVAL),
             Request::Hold { session: s, inos } if s == session => self.callbacks.hold(s, &inos),
             Request::Hold { .. } => Err(FsError::EINVAL),
+            Request::Unhold { session: s, inos } if s == session => self.callbacks.unhold(s, &inos).map(|()| Reply::Unit),
+            Request::Unhold { .. } => Err(FsError::EINVAL),
             Request::GetVolumeConfig {} => {
                 let config = self.volume.current();
                 Ok(Reply::Config { accepted: false, fence: self.volume.fences.open(&config), config })
@@ -154,7 +156,8 @@ macro_rules! call_translator {
         async fn call(x: &dyn Translator, req: Request) -> FsResult<Reply> {
             match req {
                 $( Request::$v { $($a),* } => x.$m($($a.as_param()),*).await.map(ReplyShape::into_reply), )*
-                Request::GetVolumeConfig {} | Request::SetVolumeConfig { .. } | Request::Poll { .. } | Request::Hold { .. } => {
+                Request::GetVolumeConfig {} | Request::SetVolumeConfig { .. } | Request::Poll { .. } | Request::Hold { .. }
+                | Request::Unhold { .. } => {
                     Err(FsError::ENOSYS)
                 }
             }

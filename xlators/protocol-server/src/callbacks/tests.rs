@@ -284,3 +284,17 @@ async fn holds_are_bounded_and_asked_only_in_a_known_session() {
     });
     writer.await.unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_hold_given_back_is_no_longer_waited_for() {
+    let t = table();
+    holding(&t, 2, &[7]).await;
+    assert_eq!(t.metrics.holds.get(), 1);
+    t.unhold(2, &[FileId(7).ino(), FileId(8).ino()]).unwrap();
+    assert_eq!(t.metrics.holds.get(), 0);
+    let started = Instant::now();
+    t.invalidate(1, &one()).await;
+    assert_eq!(started.elapsed(), Duration::ZERO, "not waited for");
+    assert_eq!(t.unhold(99, &[1]), Ok(()), "an unknown session holds nothing");
+    assert_eq!(t.unhold(NO_SESSION, &[1]), Err(FsError::EINVAL));
+}
