@@ -218,11 +218,6 @@ impl Holds {
         w.give.clear();
     }
 
-    /// How many inodes are held (metrics).
-    pub fn len(&self) -> usize {
-        self.held.read().unwrap_or_else(|p| p.into_inner()).len()
-    }
-
     /// Give back what the kernel forgot and ask the servers for what is
     /// wanted, round after round, until `stop`.
     pub async fn run(self: Arc<Self>, servers: Vec<Arc<ProtocolClient>>, drop_from_kernel: DropFromKernel, stop: impl std::future::Future<Output = ()>) {
