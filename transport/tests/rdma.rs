@@ -387,7 +387,7 @@ fn key(b: u8) -> secret::Key {
 fn unproven_hello() -> Vec<u8> {
     let mut hello = Vec::new();
     hello.extend_from_slice(b"IMCH");
-    hello.extend_from_slice(&5u16.to_le_bytes()); // version
+    hello.extend_from_slice(&transport::rdma::VERSION.to_le_bytes());
     hello.extend_from_slice(&32u16.to_le_bytes()); // recv_count
     hello.extend_from_slice(&8192u32.to_le_bytes()); // msg_size
     hello.extend_from_slice(&4096u32.to_le_bytes()); // inline_threshold

@@ -54,7 +54,7 @@ mod server;
 pub use client::RdmaClient;
 pub use device::device_present;
 pub use pool::SIZE_CLASSES;
-pub use proto::Agreed;
+pub use proto::{Agreed, VERSION};
 pub use server::{serve, RdmaListener, StatsHandle};
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
