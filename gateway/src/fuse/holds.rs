@@ -118,14 +118,21 @@ impl Holds {
 
     /// Whether all of `inos` are held; asks for those that are not.
     pub fn check(&self, inos: &[u64]) -> bool {
-        let mut all = true;
-        for &ino in inos {
-            if !self.held(ino) {
-                self.want(ino);
-                all = false;
-            }
+        let missing = self.missing(inos);
+        for &ino in &missing {
+            self.want(ino);
         }
-        all
+        missing.is_empty()
+    }
+
+    /// Which of `inos` are not held (one look at the set: this is on the
+    /// path of every answer).
+    fn missing(&self, inos: &[u64]) -> Vec<u64> {
+        if self.everything.iter().all(|e| e.load(SeqCst)) {
+            return Vec::new();
+        }
+        let held = self.held.read().unwrap_or_else(|p| p.into_inner());
+        inos.iter().copied().filter(|i| !held.contains(i)).collect()
     }
 
     /// Ask the servers to hold `ino` in the next round (unless held).
@@ -174,12 +181,12 @@ impl Holds {
                     return true;
                 }
                 let _ = rounds.changed().await;
-                // (a round ended: held now, or it failed)
-                if !inos.iter().all(|i| self.held(*i)) {
-                    let w = self.wanted.lock().unwrap_or_else(|p| p.into_inner());
-                    if inos.iter().any(|i| !self.held(*i) && !w.asked.contains(i)) {
-                        return false;
-                    }
+                // (a round ended: held now, or it failed; the set is read
+                // before the wanted lock is taken, never under it)
+                let missing = self.missing(inos);
+                let w = self.wanted.lock().unwrap_or_else(|p| p.into_inner());
+                if missing.iter().any(|i| !w.asked.contains(i)) {
+                    return false;
                 }
             }
         };
@@ -208,11 +215,13 @@ impl Holds {
 
     /// Server `i` did not know the session: it holds nothing for us.
     pub fn forgotten(&self, i: usize) {
-        let mut held = self.held.write().unwrap_or_else(|p| p.into_inner());
-        self.generation.fetch_add(1, SeqCst);
-        self.everything[i].store(false, SeqCst);
-        held.clear();
-        self.gauge.set(0);
+        {
+            let mut held = self.held.write().unwrap_or_else(|p| p.into_inner());
+            self.generation.fetch_add(1, SeqCst);
+            self.everything[i].store(false, SeqCst);
+            held.clear();
+            self.gauge.set(0);
+        }
         let mut w = self.wanted.lock().unwrap_or_else(|p| p.into_inner());
         w.giving.clear();
         w.give.clear();
