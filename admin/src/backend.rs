@@ -123,6 +123,10 @@ pub struct NodeStatus {
     pub bytes: Option<u64>,
     pub limit_bytes: Option<u64>,
     pub evictions: Option<u64>,
+    /// what the node did with a request made without a login at this
+    /// gateway's last connect: "required" (a login is needed) or "none"
+    /// (anyone may read and write it); unknown before the first connect
+    pub login: Option<String>,
     pub error: Option<String>,
 }
 
@@ -155,6 +159,9 @@ pub struct GatewayInfo {
     pub mountpoint: Option<String>,
     pub uptime_seconds: u64,
     pub transport: Option<String>,
+    /// `--cache-allow-open-nodes` (or no volume secret): cache nodes that
+    /// serve requests without a login are used
+    pub open_cache_nodes_allowed: bool,
 }
 
 /// `GET /api/v1/status`.

@@ -46,6 +46,9 @@ pub struct BankOptions {
     /// Log in to every node connection with these (`--cache-auth-file`;
     /// nodes run `-Y`). A node that refuses them is treated as down.
     pub node_credentials: Option<Credentials>,
+    /// Use nodes that serve requests without a login
+    /// (`--cache-allow-open-nodes`; implied without credentials).
+    pub allow_open_nodes: bool,
 }
 
 impl Default for BankOptions {
@@ -58,6 +61,7 @@ impl Default for BankOptions {
             value_key: None,
             encrypt_values: false,
             node_credentials: None,
+            allow_open_nodes: true,
         }
     }
 }
@@ -151,7 +155,13 @@ fn batch_timeout(timeout: Duration, replies: usize) -> Duration {
 impl Bank {
     pub fn new(addrs: &[String], placement: Placement, opts: BankOptions) -> Bank {
         let node = |a: &String| {
-            Arc::new(Node::new(a.clone(), opts.rdma, opts.metrics.clone(), opts.node_credentials.clone()))
+            Arc::new(Node::new(
+                a.clone(),
+                opts.rdma,
+                opts.metrics.clone(),
+                opts.node_credentials.clone(),
+                opts.allow_open_nodes,
+            ))
         };
         Bank {
             nodes: addrs.iter().map(node).collect(),

@@ -15,10 +15,14 @@ pub struct BankArgs {
     #[arg(long, env = "IMCA_CACHE_ENCRYPT", value_parser = clap::builder::FalseyValueParser::new())]
     pub cache_encrypt: bool,
     /// Log in to the cache nodes (memcached `-Y`, `imca cache-node -Y`) with
-    /// the first line of FILE, `user:password`. FILE must not be readable
-    /// by group or others.
+    /// the first line of FILE, `user:password`, instead of the login derived
+    /// from the volume secret. FILE must not be readable by group or others.
     #[arg(long, value_name = "FILE")]
     pub cache_auth_file: Option<PathBuf>,
+    /// Use cache nodes that serve requests without a login. Any local user
+    /// can then read the bank and write old values back into it.
+    #[arg(long, env = "IMCA_CACHE_ALLOW_OPEN_NODES", value_parser = clap::builder::FalseyValueParser::new())]
+    pub cache_allow_open_nodes: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -31,8 +35,9 @@ pub enum BankArgsError {
 
 impl BankArgs {
     /// `opts` with these flags applied (reads `--cache-auth-file`, and gives
-    /// its login to `volume::probe` too). Call after the daemon has set
-    /// `opts.value_key`.
+    /// the login to `volume::probe` too). Call after the daemon has set
+    /// `opts.value_key` and `opts.node_credentials` (the volume's login,
+    /// [`Credentials::of_volume`], unless it runs `--insecure`).
     pub fn apply(&self, opts: BankOptions) -> Result<BankOptions, BankArgsError> {
         if self.cache_encrypt && opts.value_key.is_none() {
             return Err(BankArgsError::EncryptWithoutKey);
@@ -46,6 +51,22 @@ impl BankArgs {
             // readmission) must log in as the banks do
             volume::probe::set_login(c.login_command());
         }
-        Ok(BankOptions { encrypt_values: self.cache_encrypt || opts.encrypt_values, node_credentials, ..opts })
+        // Without any login there is nothing to require of the nodes (`--insecure`).
+        let allow_open_nodes = self.cache_allow_open_nodes || node_credentials.is_none();
+        if !allow_open_nodes {
+            volume::probe::refuse_open_nodes();
+        } else {
+            tracing::warn!(
+                "cache nodes that serve requests without a login are used ({}): any local user can read the bank \
+                 and write old values back",
+                if node_credentials.is_none() { "no volume secret to log in with" } else { "--cache-allow-open-nodes" }
+            );
+        }
+        Ok(BankOptions {
+            encrypt_values: self.cache_encrypt || opts.encrypt_values,
+            node_credentials,
+            allow_open_nodes,
+            ..opts
+        })
     }
 }

@@ -10,6 +10,11 @@
 //! node *without* authentication store the line already expired, so the
 //! password never becomes readable there.
 //!
+//! By default the login derives from the volume secret
+//! ([`Credentials::of_volume`]): every daemon holding the secret logs in as
+//! `imca` with the same password, and `imca secret cache-auth` writes the
+//! matching `-Y` file for the nodes. `--cache-auth-file` names another.
+//!
 //! The password crosses the cache network in the clear (as with memcached
 //! itself): it keeps the node to the volume's daemons on a network whose
 //! traffic others cannot read; values are protected by their MACs either way.
@@ -17,6 +22,9 @@
 use std::fmt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+/// The user the volume's daemons log in as (the password is what proves it).
+pub const VOLUME_USER: &str = "imca";
 
 /// A node login. `Debug` never shows the password.
 #[derive(Clone, PartialEq, Eq)]
@@ -43,6 +51,19 @@ impl Credentials {
         let (user, password) = line.split_once(':')?;
         let ok = |s: &str| !s.is_empty() && !s.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control());
         (ok(user) && ok(password)).then(|| Credentials { user: user.into(), password: password.into() })
+    }
+
+    /// The volume's own login: user `imca`, the password a key derived from
+    /// the volume secret (`secret::Purpose::BankLogin`, in hex), so it says
+    /// nothing about the secret or the other keys.
+    pub fn of_volume(secret: &secret::Secret) -> Credentials {
+        let key = secret.key(secret::Purpose::BankLogin);
+        Credentials { user: VOLUME_USER.into(), password: key.raw().iter().map(|b| format!("{b:02x}")).collect() }
+    }
+
+    /// This login as a line of memcached's `-Y` auth file.
+    pub fn auth_file_line(&self) -> String {
+        format!("{}:{}\n", self.user, self.password)
     }
 
     /// Read the first line of `path`, which must not be readable by group
@@ -86,6 +107,16 @@ mod tests {
         for bad in ["nocolon", ":pw", "user:", "us er:pw", "user:p w"] {
             assert!(Credentials::parse(bad).is_none(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_volume_login_is_derived_and_stable() {
+        let s = secret::Secret::from_bytes(&[7u8; 32]).unwrap();
+        let c = Credentials::of_volume(&s);
+        assert_eq!(c, Credentials::of_volume(&s));
+        assert_eq!((c.user.as_str(), c.password.len()), ("imca", 64));
+        assert_ne!(c, Credentials::of_volume(&secret::Secret::from_bytes(&[8u8; 32]).unwrap()));
+        assert_eq!(Credentials::parse(&c.auth_file_line()).unwrap(), c, "the -Y line reads back as the login");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! the same series. `BankMetrics::default()` counts without exporting
 //! (tools, tests).
 
-use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry};
 
 #[derive(Clone, Debug)]
 pub struct BankMetrics {
@@ -25,6 +25,10 @@ pub struct BankMetrics {
     /// `imca_bank_value_rejected_total{reason}`: values read from the bank
     /// and refused (each a miss); reasons in [`crate::rejects::Reason`].
     pub rejected: IntCounterVec,
+    /// `imca_bank_node_open{node}`: 1 when the node served a request made
+    /// without a login at our last connect (anyone may write it), 0 when it
+    /// required the login.
+    pub open: IntGaugeVec,
 }
 
 impl Default for BankMetrics {
@@ -57,7 +61,12 @@ impl Default for BankMetrics {
             &["reason"],
         )
         .expect("valid metric");
-        BankMetrics { requests, bytes, latency, connects, rejected }
+        let open = IntGaugeVec::new(
+            Opts::new("imca_bank_node_open", "1 when a cache node served a request made without a login (anyone may write it)"),
+            &["node"],
+        )
+        .expect("valid metric");
+        BankMetrics { requests, bytes, latency, connects, rejected, open }
     }
 }
 
@@ -71,6 +80,7 @@ impl BankMetrics {
         registry.register(Box::new(m.latency.clone()))?;
         registry.register(Box::new(m.connects.clone()))?;
         registry.register(Box::new(m.rejected.clone()))?;
+        registry.register(Box::new(m.open.clone()))?;
         Ok(m)
     }
 

@@ -15,6 +15,13 @@
 //! logs in and is used only once the node said `STORED`; a node that
 //! refuses is down for us like one that fails (never "refused", which
 //! would claim its memory is gone), logged once until a login succeeds.
+//!
+//! Before the login, a new connection asks for a key without one
+//! ([`PROBE`]). A node that answers it takes anyone's reads and writes: any
+//! local user could save a value and write it back after the file changed
+//! (its MAC stays valid), so such a node is not used unless the operator
+//! allowed it (`--cache-allow-open-nodes`; the gauge
+//! `imca_bank_node_open{node}` shows what each node did).
 
 use crate::conn::Conn;
 use crate::credentials::Credentials;
@@ -36,6 +43,10 @@ pub const BACKOFF_MAX: Duration = Duration::from_millis(1000);
 /// An RDMA connect is address + route resolution and a CM handshake,
 /// several exchanges where TCP has one: give it at least this long.
 const RDMA_CONNECT_MIN: Duration = Duration::from_millis(1000);
+/// Asked before the login: a node that requires one answers `CLIENT_ERROR
+/// unauthenticated` (and memcached keeps the connection for the login); an
+/// open node answers `END`. A read, so the probe changes nothing.
+const PROBE: &[u8] = b"get imca:login-probe\r\n";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DownReason {
@@ -64,10 +75,14 @@ pub struct Node {
     credentials: Option<Credentials>,
     /// the node's refusal of our login was logged (until one succeeds)
     refusal_logged: AtomicBool,
+    /// use a node that serves requests without a login (`--cache-allow-open-nodes`)
+    allow_open: bool,
+    /// the node was found open and that was logged
+    open_logged: AtomicBool,
 }
 
 impl Node {
-    pub fn new(addr: String, rdma: bool, metrics: BankMetrics, credentials: Option<Credentials>) -> Node {
+    pub fn new(addr: String, rdma: bool, metrics: BankMetrics, credentials: Option<Credentials>, allow_open: bool) -> Node {
         Node {
             addr,
             rdma,
@@ -76,6 +91,8 @@ impl Node {
             proven: AtomicBool::new(false),
             credentials,
             refusal_logged: AtomicBool::new(false),
+            allow_open,
+            open_logged: AtomicBool::new(false),
         }
     }
 
@@ -104,7 +121,10 @@ impl Node {
         // a UNIX socket node is on this host: RDMA does not apply
         let connected = if self.rdma && !self.addr.starts_with(UNIX_PREFIX) { self.connect_rdma(connect_timeout).await } else { self.connect_tcp(connect_timeout).await };
         let connected = match connected {
-            Ok(c) => self.login(c, connect_timeout).await,
+            Ok(c) => match self.check_open(&c, connect_timeout).await {
+                Ok(()) => self.login(c, connect_timeout).await,
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e),
         };
         match connected {
@@ -166,6 +186,57 @@ impl Node {
         let c = self.connect_tcp(connect_timeout).await?;
         tracing::warn!(node = %self.addr, "cache node not reachable over RDMA ({why}); using TCP for this connection");
         Ok(c)
+    }
+
+    /// Does the node serve requests without a login? Asked on every new
+    /// connection (a node may restart without `-Y`). Over RDMA every message
+    /// carries the login, so the question goes to the node's TCP listener.
+    async fn check_open(&self, conn: &Conn, timeout: Duration) -> Result<(), (DownReason, BankError)> {
+        let open = if conn.transport() == "rdma" {
+            let tcp = self.connect_tcp(timeout).await?;
+            self.answers_without_login(&tcp, timeout).await?
+        } else {
+            self.answers_without_login(conn, timeout).await?
+        };
+        self.metrics.open.with_label_values(&[&self.addr]).set(open as i64);
+        if !open {
+            return Ok(());
+        }
+        if self.allow_open {
+            if !self.open_logged.swap(true, Ordering::Relaxed) {
+                tracing::warn!(node = %self.addr,
+                    "cache node serves requests without a login (--cache-allow-open-nodes): any local user can \
+                     read the bank and write stale values back");
+            }
+            return Ok(());
+        }
+        if !self.open_logged.swap(true, Ordering::Relaxed) {
+            tracing::error!(node = %self.addr,
+                "cache node {} serves requests without a login: anyone who reaches it can write the bank; not using it \
+                 (start it with -Y and the file `imca secret cache-auth` writes, or pass --cache-allow-open-nodes)",
+                self.addr);
+        }
+        Err((DownReason::Failed, BankError::Server(self.addr.clone(), "serves requests without a login; not used".into())))
+    }
+
+    /// Send [`PROBE`] on a connection that has not logged in.
+    async fn answers_without_login(&self, conn: &Conn, timeout: Duration) -> Result<bool, (DownReason, BankError)> {
+        // One line either way: `END` (no such key) or the refusal. A value
+        // (someone stored the probe's key) fails the connection: not used.
+        let rx = conn.send(PROBE.to_vec(), vec![Expect::Line]);
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(Ok(r))) => match r.first() {
+                Some(Reply::Line(Response::Status(Status::End))) => Ok(true),
+                Some(r) if Self::unauthenticated(r).is_some() => Ok(false),
+                other => Err((
+                    DownReason::Failed,
+                    BankError::Server(self.addr.clone(), format!("unexpected answer to a get: {other:?}")),
+                )),
+            },
+            Ok(Ok(Err(e))) => Err((DownReason::Failed, e)),
+            Ok(Err(_)) => Err((DownReason::Failed, BankError::Io(self.addr.clone(), "connection closed".into()))),
+            Err(_) => Err((DownReason::Failed, BankError::Timeout(self.addr.clone(), timeout))),
+        }
     }
 
     /// Log in on a fresh connection, when we have credentials: the login

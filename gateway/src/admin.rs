@@ -138,6 +138,8 @@ pub struct GatewayAdmin {
     pub mountpoint: Option<PathBuf>,
     pub stripe_unit: u32,
     pub started: Instant,
+    /// the bank uses nodes that serve requests without a login
+    pub open_cache_nodes_allowed: bool,
     /// the gateway's registry: the bank's and CMCache's counters for
     /// `status`, and what the admin API's `/metrics` serves
     pub registry: prometheus::Registry,
@@ -182,6 +184,7 @@ impl AdminBackend for GatewayAdmin {
                 mountpoint: self.mountpoint.as_ref().map(|p| p.display().to_string()),
                 uptime_seconds: self.started.elapsed().as_secs(),
                 transport: self.servers.clients.first().map(|c| c.describe()),
+                open_cache_nodes_allowed: self.open_cache_nodes_allowed,
             },
             pipeline: self.pipeline.clone(),
             storage_servers: servers,
@@ -243,6 +246,8 @@ async fn node_status(families: &[prometheus::proto::MetricFamily], nodes: &[Stri
                 hits,
                 misses,
                 hit_ratio: admin_ratio(hits, misses),
+                login: gauge(families, "imca_bank_node_open", &[("node", n)])
+                    .map(|open| if open == 1 { "none".into() } else { "required".into() }),
                 ..Default::default()
             };
             match probe::memcached_stats(n, NODE_TIMEOUT).await {
@@ -281,6 +286,16 @@ fn op_hit_ratios(f: &[prometheus::proto::MetricFamily]) -> Vec<OpHitRatio> {
 }
 
 const CACHE_METRIC: &str = "imca_gateway_cache_total";
+
+/// The value of the first gauge series whose labels include all of `want`.
+fn gauge(families: &[prometheus::proto::MetricFamily], name: &str, want: &[(&str, &str)]) -> Option<i64> {
+    families
+        .iter()
+        .filter(|f| f.name() == name)
+        .flat_map(|f| f.get_metric())
+        .find(|m| want.iter().all(|(k, v)| m.get_label().iter().any(|l| l.name() == *k && l.value() == *v)))
+        .map(|m| m.get_gauge().get_value() as i64)
+}
 
 /// Sum of a counter's series whose labels include all of `want`.
 fn counter(families: &[prometheus::proto::MetricFamily], name: &str, want: &[(&str, &str)]) -> u64 {

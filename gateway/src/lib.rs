@@ -179,8 +179,11 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
         metrics: cache_bank::BankMetrics::register(&registry)?,
         // every value MAC-checked under the volume secret (none: --insecure)
         value_key: secret.as_ref().map(|s| s.key(secret::Purpose::BankValues)),
+        // the volume's own login to the nodes (none: --insecure)
+        node_credentials: secret.as_ref().map(cache_bank::Credentials::of_volume),
         ..Default::default()
     })?;
+    let bank_allows_open = bank.allow_open_nodes;
     let drain = daemon::Drain::new();
     // The volume's cache config, held under a lease (volume::lease): CMCache
     // uses it for keys and bypasses the bank while it is withdrawn.
@@ -205,7 +208,8 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
         Some(addr) => Some(daemon::metrics_url(daemon::spawn_metrics(addr, registry.clone(), || {}, drain.token()).await?)),
         None => None,
     };
-    let admin_url = admin_slot(&args, &graph, servers, lease, &registry, drain.stopped()).await?;
+    let admin_url =
+        admin_slot(&args, &graph, servers, lease, &registry, bank_allows_open, drain.stopped()).await?;
 
     let inodes = std::sync::Arc::new(fuse::inodes::Inodes::new());
     let kc = std::sync::Arc::new(fuse::KernelCache::new(args.kernel_cache, clients.len(), inodes));
@@ -271,6 +275,7 @@ async fn admin_slot(
     servers: std::sync::Arc<admin::StorageServers>,
     lease: volume::lease::ConfigLease,
     registry: &prometheus::Registry,
+    open_cache_nodes_allowed: bool,
     stopped: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<Option<String>> {
     let Some(addr) = &args.admin else { return Ok(None) };
@@ -283,6 +288,7 @@ async fn admin_slot(
         stripe_unit: args.stripe_unit as u32,
         started: std::time::Instant::now(),
         registry: registry.clone(),
+        open_cache_nodes_allowed,
     });
     let url = admin::serve(addr, auth, backend, stopped).await?;
     tracing::info!(%url, "admin API up");

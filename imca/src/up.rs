@@ -67,11 +67,11 @@ pub struct Args {
     /// authentication costs; any local user can then read and write every file.
     #[arg(long)]
     pub insecure: bool,
-    /// Cache nodes require memcached's login (`-Y`): a user and random
-    /// password in DIR/cache-auth (mode 0600), given to the nodes and as
-    /// `--cache-auth-file` to the storage servers and the gateway.
+    /// Start the cache nodes without a login and let the volume use them.
+    /// By default they require the login derived from the volume secret
+    /// (DIR/cache-auth, their `-Y` file), so only the volume writes its bank.
     #[arg(long)]
-    pub cache_auth: bool,
+    pub cache_open: bool,
     /// Passed to the gateway: `on` (default) lets its kernel cache entries,
     /// attributes and pages under the servers' leases; `off` caches nothing
     /// in the kernel (every request reaches the gateway).
@@ -158,7 +158,14 @@ async fn up(args: Args) -> anyhow::Result<()> {
         }
     };
     let deadline = Duration::from_secs(args.start_timeout);
-    let cache_auth = if args.cache_auth { Some(cache_auth_file(&dir)?) } else { None };
+    // The nodes' login, derived from the secret (the daemons derive it by
+    // themselves); none with --insecure (no secret) or --cache-open.
+    let cache_auth = if args.insecure || args.cache_open { None } else { Some(cache_auth_file(&dir, &secret_file)?) };
+    let open_nodes = |cmd: &mut Command| {
+        if args.cache_open && !args.insecure {
+            cmd.arg("--cache-allow-open-nodes");
+        }
+    };
     let mut ports = Ports { base: args.base_port, used: 0 };
     let mut procs: Vec<Proc> = Vec::new();
     println!(
@@ -189,9 +196,7 @@ async fn up(args: Args) -> anyhow::Result<()> {
                 cmd.arg(format!("--kernel-lease={l}"));
             }
             cmd.args(["--listen", &listen, "--metrics", "127.0.0.1:0", "--ready-file"]).arg(&ready);
-            if let Some(f) = &cache_auth {
-                cmd.arg("--cache-auth-file").arg(f);
-            }
+            open_nodes(&mut cmd);
             procs.push(spawn(&format!("storage-{i}"), cmd, &logs)?);
             storage.push((procs.len() - 1, ready, export));
         }
@@ -266,9 +271,7 @@ async fn up(args: Args) -> anyhow::Result<()> {
             cmd.args(["--stripe-unit", u]);
         }
         cmd.args(["--admin", &ports.next()]).arg("--admin-token-file").arg(&token_file);
-        if let Some(f) = &cache_auth {
-            cmd.arg("--cache-auth-file").arg(f);
-        }
+        open_nodes(&mut cmd);
         cmd.args(["--metrics", "127.0.0.1:0", "--ready-file"]).arg(&ready).arg(&mount);
         procs.push(spawn("gateway", cmd, &logs)?);
         let idx = procs.len() - 1;
@@ -278,6 +281,11 @@ async fn up(args: Args) -> anyhow::Result<()> {
         println!("  {:<10} mounted at {}", "gateway", mount.display());
         if let Some(a) = admin.as_str() {
             println!("  {:<10} {a} (changes need the token in {})", "admin", token_file.display());
+        }
+        match (&cache_auth, caches) {
+            (_, 0) => {}
+            (Some(f), _) => println!("  {:<10} {} (the cache nodes' -Y file, derived from the secret)", "cache-auth", f.display()),
+            (None, _) => println!("  {:<10} NONE: the cache nodes take anyone's reads and writes", "cache-auth"),
         }
         if args.insecure {
             println!("  {:<10} NONE: --insecure (no authentication; any local user can read and write every file)", "secret");
@@ -293,6 +301,7 @@ async fn up(args: Args) -> anyhow::Result<()> {
             // the path only: `imca ctl --cluster` reads the token from it
             "admin_token_file": token_file,
             "secret_file": (!args.insecure).then_some(&secret_file),
+            "cache_auth_file": cache_auth,
             "storage_servers": storage_addrs,
             "cache_nodes": cache_addrs,
             "metrics": metrics,
@@ -314,17 +323,13 @@ async fn up(args: Args) -> anyhow::Result<()> {
     outcome
 }
 
-/// DIR/cache-auth: `imca:<random password>`, created once (mode 0600) and
-/// reused; a memcached auth file and a `--cache-auth-file` at once.
-fn cache_auth_file(dir: &Path) -> anyhow::Result<PathBuf> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
+/// DIR/cache-auth: the nodes' `-Y` file (mode 0600), written on every run
+/// from the volume secret, as `imca secret cache-auth` does.
+fn cache_auth_file(dir: &Path, secret_file: &Path) -> anyhow::Result<PathBuf> {
     let path = dir.join("cache-auth");
-    match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path) {
-        Ok(mut f) => f.write_all(format!("imca:{}\n", admin::auth::generate_token()?).as_bytes())?,
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
-    }
+    let login = cache_bank::Credentials::of_volume(&secret::Secret::load(secret_file)?);
+    crate::secret_cmd::write_private(&path, login.auth_file_line().as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
 }
 

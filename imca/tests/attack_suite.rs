@@ -156,7 +156,9 @@ fn xattr(path: &std::path::Path, name: &str) -> String {
 fn forged_bank_values_under_the_right_keys_do_not_reach_applications() {
     // The kernel's cache off: every stat and read must ask the bank, where
     // the forgeries wait (with it on, the kernel would answer most of them).
-    let c = ClusterSpec::new().storage(2).cache(Cache::Imca(1)).gateways(1).kernel_cache(false).start();
+    // The node runs open (no `-Y`, and the daemons are told to use it
+    // anyway): the MACs are the second line of defence, tried here alone.
+    let c = ClusterSpec::new().storage(2).cache(Cache::Imca(1)).open_cache().gateways(1).kernel_cache(false).start();
     std::fs::set_permissions(c.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let private = c.path("root-only");
     let truth: Vec<u8> = b"root's secret content, one block of it".to_vec();

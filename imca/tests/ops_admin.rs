@@ -381,6 +381,8 @@ fn a_local_user_can_neither_change_nor_exhaust_the_admin_api() {
     let cluster = ClusterSpec::new()
         .storage(1)
         .cache(Cache::Imca(1))
+        // open, so the test can put a canary in the bank with a plain client
+        .open_cache()
         .gateways(1)
         .gateway_arg("--admin")
         .gateway_arg("127.0.0.1:0")

@@ -9,7 +9,8 @@
 //!
 //! ```text
 //!  volume.secret ─derive─> Purpose::RpcHandshake  transport: challenge/response at connect
-//!                └derive─> Purpose::BankValues    cache-bank: MAC of every cached value
+//!                ├derive─> Purpose::BankValues    cache-bank: MAC of every cached value
+//!                └derive─> Purpose::BankLogin     cache nodes' login (memcached -Y): only the volume writes its bank
 //! ```
 //!
 //! MACs are BLAKE3 in keyed mode over length-prefixed parts (so `("ab","c")`
@@ -29,6 +30,9 @@ pub enum Purpose {
     RpcHandshake,
     /// MACs (and the optional encryption) of values stored in the cache bank.
     BankValues,
+    /// The password the volume's daemons log in to its cache nodes with
+    /// (memcached's `-Y` auth file; `imca secret cache-auth` writes it).
+    BankLogin,
 }
 
 impl Purpose {
@@ -36,6 +40,7 @@ impl Purpose {
         match self {
             Purpose::RpcHandshake => "IMCa 2026-11 storage RPC handshake",
             Purpose::BankValues => "IMCa 2026-11 cache bank values",
+            Purpose::BankLogin => "IMCa 2026-11 cache node login",
         }
     }
 }

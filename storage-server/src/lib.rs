@@ -251,6 +251,8 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
             metrics: cache_bank::BankMetrics::register(&registry)?,
             // every value MAC-checked under the volume secret (none: --insecure)
             value_key: secret.as_ref().map(|s| s.key(secret::Purpose::BankValues)),
+            // the volume's own login to the nodes (none: --insecure)
+            node_credentials: secret.as_ref().map(cache_bank::Credentials::of_volume),
             ..Default::default()
         })?,
     };

@@ -11,8 +11,11 @@
 //! node that streams garbage costs a clear error, not memory.
 //!
 //! Nodes that run memcached's ASCII authentication (`-Y`) are probed after
-//! the same login the daemon's banks send ([`set_login`], from
-//! `--cache-auth-file`).
+//! the same login the daemon's banks send ([`set_login`]: the volume's, or
+//! `--cache-auth-file`). Unless the daemon allows open nodes
+//! ([`refuse_open_nodes`] not called), a probe first asks for a key without
+//! the login, and a node that answers is refused: it would take anyone's
+//! writes, so it may neither join the pool nor be readmitted after a fence.
 
 use crate::validate::DEFAULT_ITEM_LIMIT;
 use crate::{Invalid, Limits};
@@ -37,6 +40,19 @@ pub fn set_login(command: Vec<u8>) {
     let _ = LOGIN.set(command);
 }
 
+/// Refuse nodes that serve requests without a login (set once, at start).
+static REFUSE_OPEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// From now on, every probe of this process refuses a node that answers a
+/// request made without a login.
+pub fn refuse_open_nodes() {
+    REFUSE_OPEN.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Asked first, alone (memcached drops the answer to a command pipelined
+/// before a login), when open nodes are refused: `END` means no login is needed.
+const OPEN_PROBE: &[u8] = b"get imca:login-probe\r\n";
+
 /// A `stats` listing longer than this is not a memcached's.
 const MAX_STATS: usize = 1024;
 
@@ -45,7 +61,10 @@ pub async fn reachable(addr: &str) -> Result<(), Invalid> {
     memcached_version(addr, PROBE_TIMEOUT)
         .await
         .map(|_| ())
-        .map_err(|e| Invalid::new("addr", format!("cache node {addr} is unreachable: {e}")))
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::PermissionDenied => Invalid::new("addr", format!("cache node {addr} is not usable: it {e}")),
+            _ => Invalid::new("addr", format!("cache node {addr} is unreachable: {e}")),
+        })
 }
 
 /// The limits a config over `nodes` must respect: `stripe_unit` (the
@@ -143,10 +162,24 @@ async fn exchange(
         let mut req = LOGIN.get().cloned().unwrap_or_default();
         let mut login_pending = !req.is_empty();
         client::request(&mut req, cmd, &[]);
-        s.write_all(&req).await?;
+        let mut probe_pending = REFUSE_OPEN.load(std::sync::atomic::Ordering::Relaxed);
+        s.write_all(if probe_pending { OPEN_PROBE } else { &req }).await?;
         let mut buf = Vec::with_capacity(4096);
         loop {
             match client::parse(&buf, 0) {
+                Parsed::Done(r, used) if probe_pending => {
+                    if r == Response::Status(Status::End) {
+                        return Err(io::Error::new(
+                            io::ErrorKind::PermissionDenied,
+                            "serves requests without a login, so anyone who reaches it can write the bank; start it \
+                             with -Y and the file `imca secret cache-auth` writes (or pass --cache-allow-open-nodes)",
+                        ));
+                    }
+                    probe_pending = false;
+                    buf.drain(..used);
+                    s.write_all(&req).await?;
+                    continue;
+                }
                 Parsed::Done(r, used) if login_pending => {
                     if r != Response::Status(Status::Stored) {
                         return Err(io::Error::new(io::ErrorKind::PermissionDenied, format!("refused our credentials ({r})")));

@@ -106,11 +106,12 @@ pub fn nodes(nodes: &[NodeStatus]) -> String {
                 opt(n.items),
                 mem,
                 opt(n.evictions),
+                n.login.as_deref().map_or("-", |l| if l == "none" { "NONE" } else { l }).into(),
                 n.error.clone().unwrap_or_default(),
             ]
         })
         .collect();
-    table(&["CACHE NODE", "HEALTH", "HITS", "MISSES", "HIT%", "ITEMS", "MEMORY", "EVICTIONS", "ERROR"], &rows)
+    table(&["CACHE NODE", "HEALTH", "HITS", "MISSES", "HIT%", "ITEMS", "MEMORY", "EVICTIONS", "LOGIN", "ERROR"], &rows)
 }
 
 pub fn status(s: &Status) -> String {
@@ -138,6 +139,13 @@ pub fn status(s: &Status) -> String {
         g.uptime_seconds,
         g.transport.as_deref().unwrap_or("-")
     );
+    if g.open_cache_nodes_allowed {
+        let _ = writeln!(
+            out,
+            "warning: cache nodes without a login are used (--cache-allow-open-nodes or no volume secret): \
+             any local user can write the bank"
+        );
+    }
     let _ = writeln!(out, "pipeline: {}\n", s.pipeline.join(" -> "));
     let rows: Vec<Vec<String>> = s
         .storage_servers

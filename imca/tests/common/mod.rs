@@ -66,6 +66,10 @@ pub struct ClusterSpec {
     pub gateway_args: Vec<String>,
     /// extra arguments for every `imca storage`
     pub storage_args: Vec<String>,
+    /// cache nodes without a login (`-Y`), used with
+    /// `--cache-allow-open-nodes`: for tests that play the stranger who
+    /// writes the bank. Otherwise the nodes require the volume's login.
+    pub open_cache: bool,
 }
 
 impl Default for ClusterSpec {
@@ -86,6 +90,7 @@ impl ClusterSpec {
             kernel_cache: true,
             gateway_args: Vec::new(),
             storage_args: Vec::new(),
+            open_cache: false,
         }
     }
     pub fn storage(mut self, n: usize) -> Self {
@@ -119,6 +124,16 @@ impl ClusterSpec {
     pub fn storage_arg(mut self, a: impl Into<String>) -> Self {
         self.storage_args.push(a.into());
         self
+    }
+
+    pub fn open_cache(mut self) -> Self {
+        self.open_cache = true;
+        self
+    }
+
+    /// Whether the storage servers run without the volume secret.
+    fn insecure(&self) -> bool {
+        self.storage_args.iter().any(|a| a == "--insecure")
     }
 
     pub fn start(self) -> Cluster {
@@ -363,6 +378,9 @@ impl Cluster {
         args.extend(["--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--ready-file"].map(OsString::from));
         args.push(ready.clone().into());
         args.extend(self.spec.storage_args.iter().map(OsString::from));
+        if self.spec.open_cache {
+            args.push("--cache-allow-open-nodes".into());
+        }
         if !args.iter().any(|a| a == "--insecure") {
             args.extend(["--secret-file".into(), self.secret_file().into()]);
         }
@@ -387,6 +405,9 @@ impl Cluster {
                 if unsafe { libc::geteuid() } == 0 {
                     args.extend(["-u", "root"].map(OsString::from));
                 }
+                if let Some(f) = self.node_login() {
+                    args.extend(["-Y".into(), f.into()]);
+                }
                 let mut d = Daemon {
                     name: name.clone(),
                     program: "memcached".into(),
@@ -407,6 +428,9 @@ impl Cluster {
                         .map(OsString::from)
                         .to_vec();
                 args.push(ready.clone().into());
+                if let Some(f) = self.node_login() {
+                    args.extend(["-Y".into(), f.into()]);
+                }
                 let mut d = Daemon::start(&name, imca_bin(), args, Some(ready), &self.logs());
                 let addr = d.addr();
                 let port = addr.rsplit(':').next().unwrap_or("0").to_string();
@@ -417,6 +441,31 @@ impl Cluster {
             }
         };
         self.cache.push(d);
+    }
+
+    /// The nodes' `-Y` file, made from the volume secret as an operator
+    /// would (`imca secret cache-auth`); `None` when the nodes run open
+    /// (`open_cache`, or `--insecure` servers that hold no secret).
+    fn node_login(&self) -> Option<PathBuf> {
+        if self.spec.open_cache || self.spec.insecure() {
+            return None;
+        }
+        let path = self.cache_auth_file();
+        if !path.exists() {
+            let out = std::process::Command::new(imca_bin())
+                .args(["secret", "cache-auth", "--secret-file"])
+                .arg(self.secret_file())
+                .arg(&path)
+                .output()
+                .expect("imca secret cache-auth");
+            assert!(out.status.success(), "imca secret cache-auth: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Some(path)
+    }
+
+    /// The cache nodes' login file (`user:password`, mode 0600).
+    pub fn cache_auth_file(&self) -> PathBuf {
+        self.dir.path().join("cache-auth")
     }
 
     pub fn storage_addrs(&self) -> Vec<String> {
@@ -451,6 +500,9 @@ impl Cluster {
         args.push(ready.clone().into());
         args.extend(self.spec.gateway_args.iter().map(OsString::from));
         args.extend(extra.iter().map(OsString::from));
+        if self.spec.open_cache {
+            args.push("--cache-allow-open-nodes".into());
+        }
         // An admin API takes changes only with a token: one per cluster, as
         // `imca up` does, unless the test names its own.
         let has = |args: &[OsString], flag: &str| args.iter().any(|a| a == flag);
