@@ -80,6 +80,11 @@ pub struct Args {
     /// protocol is then refused, as memcached does
     #[arg(short = 'Y', long = "auth-file", value_name = "FILE")]
     pub auth_file: Option<PathBuf>,
+    /// SASL for the binary protocol: binary clients log in with SASL PLAIN,
+    /// checked against the -Y file (which it needs), and text clients with
+    /// the -Y login line
+    #[arg(short = 'S', long = "enable-sasl")]
+    pub sasl: bool,
     /// UNIX socket to listen on, instead of TCP (as memcached: `-s`
     /// disables network support); a stale socket file left by a dead node
     /// is replaced, a live node's is not
@@ -206,6 +211,8 @@ pub struct Config {
     pub rdma_on_listen: bool,
     /// `-Y`: the logins accepted; `None` = no authentication
     pub auth: Option<Arc<Users>>,
+    /// `-S`: binary connections log in with SASL PLAIN (against `auth`)
+    pub sasl: bool,
     /// `-F`: flush_all refused
     pub flush_enabled: bool,
     /// `-M` turns them off: a store that does not fit is refused
@@ -240,6 +247,7 @@ impl Default for Config {
             rdma: None,
             rdma_on_listen: false,
             auth: None,
+            sasl: false,
             flush_enabled: true,
             evictions: true,
             shutdown_enabled: false,
@@ -286,7 +294,11 @@ impl TryFrom<&Args> for Config {
         }
         let unix_mask = parse_mask(&a.unix_mask)?;
         let mut binding = a.protocol.as_deref().map(Binding::parse).transpose()?;
-        if a.auth_file.is_some() {
+        if a.sasl && a.auth_file.is_none() {
+            // memcached checks SASL logins against Cyrus SASL's database; we against -Y's lines
+            return Err(Usage("-S needs -Y FILE: SASL PLAIN logins are checked against its user:password lines".into()).into());
+        }
+        if a.auth_file.is_some() && !a.sasl {
             // memcached: ASCII authentication binds the listener to ascii
             if binding.is_some_and(|b| b != Binding::Ascii) {
                 return Err(Usage("ERROR: You cannot allow the BINARY protocol while using ascii authentication tokens.".into()).into());
@@ -311,6 +323,7 @@ impl TryFrom<&Args> for Config {
             rdma: a.rdma.clone(),
             rdma_on_listen,
             auth: a.auth_file.as_deref().map(Users::load).transpose()?.map(Arc::new),
+            sasl: a.sasl,
             flush_enabled: !a.disable_flush_all,
             evictions: !a.disable_evictions,
             shutdown_enabled: a.enable_shutdown,

@@ -24,6 +24,12 @@ impl Session {
                     After::Continue
                 }
             }
+            // before a SASL login nothing may change, not even by a refusal
+            Frame::TooLarge { header, swallow, .. } if self.sasl_pending => {
+                self.cnt.inc(C::AuthErrors);
+                binary::error(out, &header, Status::AuthError);
+                After::Swallow(swallow)
+            }
             Frame::TooLarge { header, key, swallow } => {
                 let set = matches!(header.opcode, op::SET | op::SETQ);
                 self.node.too_large(&mut self.cnt, set, key);
@@ -35,6 +41,9 @@ impl Session {
     }
 
     fn exec_bin_request(&mut self, req: &Request<'_>, out: &mut Vec<u8>) -> After {
+        if let Some(after) = self.exec_sasl(req, out) {
+            return after;
+        }
         let node = &*self.node;
         let clock = &node.store.clock;
         let h = &req.header;

@@ -66,6 +66,7 @@ pub mod conns;
 mod exec_binary;
 mod exec_get;
 mod exec_meta;
+mod exec_sasl;
 mod exec_text;
 mod exec_watch;
 mod key;

@@ -5,7 +5,9 @@
 //! [`Session::process`], writes `out` back to the peer, and closes the
 //! connection when told to. The protocol is chosen by the first byte, as in
 //! memcached. Requests are answered strictly in order, so pipelining works.
-//! With `-Y`, the login (`auth.rs`) comes first and the protocol is text.
+//! With `-Y`, the login (`auth.rs`) comes first and the protocol is text;
+//! with `-S` too, a connection that opens in binary logs in with SASL
+//! (`exec_sasl.rs`) instead.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -51,7 +53,9 @@ pub struct Session {
     pub(crate) cnt: Counters,
     latency: Option<prometheus::local::LocalHistogram>,
     /// where the login stands (`Done` from the start without `-Y`)
-    login: Login,
+    pub(crate) login: Login,
+    /// a binary connection under `-S` that has not logged in with SASL yet
+    pub(crate) sasl_pending: bool,
     /// this connection's `stats conns` entry (none for RDMA and tests)
     pub conn: Option<Arc<Conn>>,
     /// set by `watch`: the connection now streams this watcher's lines
@@ -83,7 +87,20 @@ impl Session {
             Binding::Ascii => Some(Proto::Text),
             Binding::Binary => Some(Proto::Binary),
         };
-        Session { node, pending: false, proto, swallow: 0, cnt: Counters::default(), latency, login, conn: None, watcher: None, stacked: false, warmed: 0 }
+        Session {
+            node,
+            pending: false,
+            proto,
+            swallow: 0,
+            cnt: Counters::default(),
+            latency,
+            login,
+            sasl_pending: false,
+            conn: None,
+            watcher: None,
+            stacked: false,
+            warmed: 0,
+        }
     }
 
     /// After `watch` succeeded: the watcher whose lines the owner of the
@@ -161,7 +178,15 @@ impl Session {
             if input.is_empty() {
                 return Progress::Continue;
             }
-            if self.login != Login::Done {
+            if self.login == Login::Line && !self.sasl_pending && self.node.config.sasl && self.proto != Some(Proto::Text) {
+                // -S: a binary first byte logs in with SASL (every binary
+                // request is then refused until it has)
+                if input[0] == BINARY_REQ_MAGIC || self.proto == Some(Proto::Binary) {
+                    self.proto = Some(Proto::Binary);
+                    self.sasl_pending = true;
+                }
+            }
+            if self.login != Login::Done && !self.sasl_pending {
                 let Some(users) = self.node.config.auth.clone() else { unreachable!("login without -Y") };
                 match self.login.step(input, &users) {
                     Step::Incomplete => return Progress::Continue,

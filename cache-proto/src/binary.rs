@@ -12,6 +12,8 @@ use crate::{Parse, MAX_KEY_LEN};
 pub const HEADER_LEN: usize = 24;
 pub const REQ_MAGIC: u8 = 0x80;
 pub const RES_MAGIC: u8 = 0x81;
+/// The largest SASL data accepted (a longer one closes the connection).
+pub const MAX_SASL_DATA: usize = 4096;
 
 /// Opcodes (memcached's `protocol_binary_command`).
 pub mod op {
@@ -49,6 +51,10 @@ pub mod op {
     pub const GATQ: u8 = 0x1e;
     pub const GATK: u8 = 0x23;
     pub const GATKQ: u8 = 0x24;
+    /// SASL (memcached `-S`): the mechanisms offered, a login, its next step
+    pub const SASL_LIST_MECHS: u8 = 0x20;
+    pub const SASL_AUTH: u8 = 0x21;
+    pub const SASL_STEP: u8 = 0x22;
 }
 
 /// Response status codes and memcached's message for each.
@@ -64,6 +70,8 @@ pub enum Status {
     DeltaBadval = 0x06,
     /// memcached answers a refused command (a flush_all under `-F`) with it
     AuthError = 0x20,
+    /// SASL: the mechanism needs another step (never sent for PLAIN)
+    AuthContinue = 0x21,
     UnknownCommand = 0x81,
     NoMemory = 0x82,
 }
@@ -79,6 +87,7 @@ impl Status {
             Status::NotStored => b"Not stored.",
             Status::DeltaBadval => b"Non-numeric server-side value for incr or decr",
             Status::AuthError => b"Auth failure.",
+            Status::AuthContinue => b"Auth continue",
             Status::UnknownCommand => b"Unknown command",
             Status::NoMemory => b"Out of memory allocating item",
         }
@@ -216,6 +225,9 @@ pub fn parse(buf: &[u8], max_value: usize) -> Parse<Frame<'_>> {
         INCREMENT | INCREMENTQ | DECREMENT | DECREMENTQ => kl > 0 && el == 20 && bl == kl + 20,
         STAT => el == 0 && bl == kl,
         TOUCH | GAT | GATQ | GATK | GATKQ => el == 4 && kl != 0 && bl == kl + 4,
+        SASL_LIST_MECHS => el == 0 && kl == 0 && bl == 0,
+        // a mechanism name and its data, which is small (PLAIN: \0user\0password)
+        SASL_AUTH | SASL_STEP => el == 0 && kl > 0 && bl - kl <= MAX_SASL_DATA,
         _ => {
             return Parse::Done(
                 Frame::Error { header: h, status: Status::UnknownCommand, swallow: bl, close: false },
