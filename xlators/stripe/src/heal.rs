@@ -3,6 +3,7 @@
 //! ```text
 //!  lookup ──> every server ──> answers disagree? ──> heal_name ──> follower i: remove / create / link / rename
 //!  setxattr trusted.imca.heal ──> walk (walk.rs) ──> heal_name for every name any server lists
+//!  an operation failed on a follower ──> index (pending.rs) ──> healer.rs ──> heal_name, in the background
 //! ```
 //!
 //! Server 0 orders the namespace: every create, removal and rename is applied
@@ -37,7 +38,8 @@
 //! which reaches every server at once, is covered by the exception above.
 //! The followers' steps of such an operation accept what a heal already
 //! did (`follow` in create.rs, `settle_rename` in lib.rs). A heal is one attempt per name and meeting; a
-//! server that keeps disagreeing is logged, never retried in a loop.
+//! server that keeps disagreeing is logged. The background heal of names an
+//! operation recorded (`healer.rs`) retries, at most `MAX_ATTEMPTS` times.
 
 use crate::{heal_attrs, Fut, Stripe};
 use lru::LruCache;

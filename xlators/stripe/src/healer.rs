@@ -42,7 +42,9 @@ const MAX_ATTEMPTS: u32 = 10;
 enum Round {
     /// nothing left
     Clear,
-    /// something left for a later round
+    /// something healed, more left: the next round at once
+    Progress,
+    /// nothing healed (a server away, or only what must wait)
     Left,
 }
 
@@ -65,7 +67,8 @@ impl Stripe {
             }
             backoff = match self.heal_round().await {
                 Round::Clear => FIRST_BACKOFF,
-                Round::Left => (backoff * 2).min(MAX_BACKOFF),
+                Round::Progress => Duration::ZERO,
+                Round::Left => (backoff * 2).clamp(FIRST_BACKOFF, MAX_BACKOFF),
             };
         }
     }
@@ -75,39 +78,62 @@ impl Stripe {
         self.pending.len()
     }
 
+    /// Whether the index overflowed and a full sweep is owed.
+    pub fn heal_sweep_owed(&self) -> bool {
+        self.pending.sweep_owed()
+    }
+
     /// One pass over the index (and the sweep, if owed).
     async fn heal_round(&self) -> Round {
+        if self.pending.sweep_owed() && !self.sweep().await {
+            return Round::Left;
+        }
+        let mut progress = false;
         for it in self.pending.snapshot(ROUND) {
             let all = self.on_all(|s| s.lookup(&it.parent, &it.name)).await;
             if all.iter().any(|r| matches!(r, Err(FsError::EIO))) {
                 // A server is still away: every other name would wait too.
-                return Round::Left;
+                return if progress { Round::Progress } else { Round::Left };
             }
             if !crate::heal::disagree(&all) {
                 self.healed(&it);
+                progress = true;
                 continue;
             }
             let r = self.heal_name(&it.parent, &it.name, &all[1..]).await;
             if r.left == 0 {
                 self.healed(&it);
+                progress = true;
             } else if r.young < r.left {
                 self.heal_failed(&it);
             }
             // (only possible creates under way left: kept, not a failure)
         }
-        if self.pending.sweep_owed() {
-            tracing::warn!("stripe heal: the heal index overflowed; sweeping the whole volume");
-            let r = self.heal_tree(&Loc::root()).await;
-            if r.left == 0 {
-                self.pending.sweep_done();
-                tracing::info!(checked = r.checked, repaired = r.repaired, "stripe heal: the sweep is done; the servers agree");
-            }
+        match (self.pending.len(), progress) {
+            (0, _) => Round::Clear,
+            (_, true) => Round::Progress,
+            (_, false) => Round::Left,
         }
-        if self.pending.len() == 0 && !self.pending.sweep_owed() {
-            Round::Clear
-        } else {
-            Round::Left
+    }
+
+    /// The full sweep the overflowed index owes (the walk `imca heal`
+    /// runs, from the root), once every server answers. True: done. The
+    /// names still in the index are looked at after it (they agree then,
+    /// unless changed since: quick).
+    async fn sweep(&self) -> bool {
+        let root = Loc::root();
+        if self.on_all(|s| s.getattr(&root)).await.iter().any(|r| r.is_err()) {
+            return false;
         }
+        tracing::warn!("stripe heal: the heal index overflowed; sweeping the whole volume");
+        let r = self.heal_tree(&root).await;
+        if r.left > 0 {
+            tracing::warn!(left = r.left, "stripe heal: the sweep left disagreements; it runs again");
+            return false;
+        }
+        self.pending.sweep_done();
+        tracing::info!(checked = r.checked, repaired = r.repaired, "stripe heal: the sweep is done; the servers agree");
+        true
     }
 
     fn healed(&self, it: &Item) {
