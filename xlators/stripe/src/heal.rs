@@ -286,10 +286,20 @@ impl Stripe {
         let moved = match s.rename(parent, name, parent, &aside, flags).await {
             Ok(r) => r.moved,
             Err(FsError::ENOENT) => return Ok(true),
-            Err(e) => return Err(e),
+            Err(e) => {
+                // A rename whose answer was lost (a timeout) may be done
+                // all the same: the aside name goes to the background heal.
+                self.pending.record("heal", parent, &aside);
+                return Err(e);
+            }
         };
         if moved == fid {
-            return ok_or_gone(s.unlink(parent, &aside).await);
+            let r = ok_or_gone(s.unlink(parent, &aside).await);
+            if r.is_err() {
+                // The name users knew agrees now; this one is what is left.
+                self.pending.record("heal", parent, &aside);
+            }
+            return r;
         }
         tracing::info!(server = i, path = %parent.child(name).path, "stripe heal: the name changed under the heal; put back");
         match s.rename(parent, &aside, parent, name, flags).await {
