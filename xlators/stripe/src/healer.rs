@@ -5,7 +5,8 @@
 //!  gateway start ──> run_healer (one task per gateway)
 //!     idle ──(something recorded)──> wait `backoff` ──> a round:
 //!        each recorded name: lookup on every server
-//!           a server still unreachable (EIO) ──> stop the round, back off (×2, ≤ MAX_BACKOFF)
+//!           EIO and a server does not answer ──> stop the round, back off (×2, ≤ MAX_BACKOFF)
+//!           (EIO with every server answering: a failed attempt, as below)
 //!           agree ──> out of the index (done)
 //!           disagree ──> heal_name (heal.rs) ──> nothing left: done
 //!                                             a possible create under way: kept
@@ -92,8 +93,13 @@ impl Stripe {
         for it in self.pending.snapshot(ROUND) {
             let all = self.on_all(|s| s.lookup(&it.parent, &it.name)).await;
             if all.iter().any(|r| matches!(r, Err(FsError::EIO))) {
-                // A server is still away: every other name would wait too.
-                return if progress { Round::Progress } else { Round::Left };
+                if !self.all_answer().await {
+                    // A server is still away: every other name would wait too.
+                    return if progress { Round::Progress } else { Round::Left };
+                }
+                // Every server answers, but not for this name: its own trouble.
+                self.heal_failed(&it);
+                continue;
             }
             if !crate::heal::disagree(&all) {
                 self.healed(&it);
@@ -121,10 +127,10 @@ impl Stripe {
     /// names still in the index are looked at after it (they agree then,
     /// unless changed since: quick).
     async fn sweep(&self) -> bool {
-        let root = Loc::root();
-        if self.on_all(|s| s.getattr(&root)).await.iter().any(|r| r.is_err()) {
+        if !self.all_answer().await {
             return false;
         }
+        let root = Loc::root();
         tracing::warn!("stripe heal: the heal index overflowed; sweeping the whole volume");
         let r = self.heal_tree(&root).await;
         if r.left > 0 {
@@ -134,6 +140,12 @@ impl Stripe {
         self.pending.sweep_done();
         tracing::info!(checked = r.checked, repaired = r.repaired, "stripe heal: the sweep is done; the servers agree");
         true
+    }
+
+    /// Does every server answer (a getattr of the root)?
+    async fn all_answer(&self) -> bool {
+        let root = Loc::root();
+        self.on_all(|s| s.getattr(&root)).await.iter().all(|r| r.is_ok())
     }
 
     fn healed(&self, it: &Item) {

@@ -415,3 +415,28 @@ async fn an_overflowing_index_falls_back_to_a_sweep() {
     healed(&s).await;
     assert_agree(&m0, &m1).await;
 }
+
+/// A counter of `registry`, by name.
+fn counter(registry: &prometheus::Registry, name: &str) -> Option<f64> {
+    let families = registry.gather();
+    let f = families.iter().find(|f| f.name() == name)?;
+    Some(f.get_metric().iter().map(|m| m.get_counter().get_value()).sum())
+}
+
+#[tokio::test]
+async fn a_write_that_failed_on_a_server_is_counted_and_a_whole_one_is_not() {
+    let (_m0, _m1, away, s, _stop) = with_healer();
+    let registry = prometheus::Registry::new();
+    s.register_metrics(&registry);
+    let root = Loc::root();
+    let a = file_with_data(&s, &root, "f", 1).await;
+    let at = Loc { path: "f".into(), fid: Some(a.fid) };
+    s.write(&at, 0, data()).await.unwrap();
+    assert_eq!(counter(&registry, "imca_gateway_writes_failed_partway_total"), Some(0.0));
+    away.store(true, SeqCst);
+    // unit 0 (server 0) lands, unit 1 (the follower's) fails: a short count
+    assert_eq!(s.write(&at, 0, data()).await.unwrap().written, UNIT as u32);
+    // the follower's unit first: EIO, and server 0's next unit landed
+    assert_eq!(s.write(&at, UNIT, data()).await.unwrap_err(), FsError::EIO);
+    assert_eq!(counter(&registry, "imca_gateway_writes_failed_partway_total"), Some(2.0));
+}
