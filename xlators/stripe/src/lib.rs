@@ -182,6 +182,17 @@ impl Stripe {
         .await
     }
 
+    /// Server 0's step of `op` on `parent/name`: an EIO (a timeout, a lost
+    /// connection) may hide a step it did all the same, which the
+    /// followers were then never asked to do: the name goes to the
+    /// background heal, which finds out.
+    fn unanswered<T>(&self, op: &str, parent: &Loc, name: &str, r: FsResult<T>) -> FsResult<T> {
+        if matches!(r, Err(FsError::EIO)) {
+            self.pending.record(op, parent, name);
+        }
+        r
+    }
+
     /// After server 0 applied `op` to `parent/name`: a follower that failed
     /// left the servers differing; the name goes to the background heal.
     fn note_partial(&self, op: &str, parent: &Loc, name: &str, results: &[FsResult<impl Sized>]) -> bool {
@@ -273,7 +284,7 @@ impl Translator for Stripe {
 
     async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Attr> {
         // The object exists: server 0 first (it may refuse), then the others.
-        let first = self.first().link(loc, newparent, newname).await?;
+        let first = self.unanswered("link", newparent, newname, self.first().link(loc, newparent, newname).await)?;
         let rest = join_all(self.rest().iter().enumerate().map(|(k, s)| {
             self.follow(k + 1, newparent, newname, first.fid, || s.link(loc, newparent, newname), false)
         }))
@@ -282,7 +293,7 @@ impl Translator for Stripe {
     }
 
     async fn unlink(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
-        let first = self.first().unlink(parent, name).await?;
+        let first = self.unanswered("unlink", parent, name, self.first().unlink(parent, name).await)?;
         let rest = gone_is_done(self.on_rest(|s| s.unlink(parent, name)).await);
         self.note_partial("unlink", parent, name, &rest);
         let rest = all_ok(rest)?;
@@ -290,7 +301,7 @@ impl Translator for Stripe {
     }
 
     async fn rmdir(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
-        let first = self.first().rmdir(parent, name).await?;
+        let first = self.unanswered("rmdir", parent, name, self.first().rmdir(parent, name).await)?;
         let rest = gone_is_done(self.on_rest(|s| s.rmdir(parent, name)).await);
         self.note_partial("rmdir", parent, name, &rest);
         all_ok(rest)?;
@@ -298,7 +309,8 @@ impl Translator for Stripe {
     }
 
     async fn rename(&self, parent: &Loc, name: &str, newparent: &Loc, newname: &str, flags: RenameFlags) -> FsResult<Renamed> {
-        let first = self.first().rename(parent, name, newparent, newname, flags).await?;
+        let first = self.first().rename(parent, name, newparent, newname, flags).await;
+        let first = self.unanswered("rename", newparent, newname, self.unanswered("rename", parent, name, first))?;
         let rest = self.on_rest(|s| s.rename(parent, name, newparent, newname, flags)).await;
         let rest = self.settle_rename(newparent, newname, first.moved, rest).await;
         if self.note_partial("rename", parent, name, &rest) {

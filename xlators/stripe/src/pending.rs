@@ -3,7 +3,8 @@
 //!
 //! ```text
 //!  unlink / rmdir / rename / link / create / chmod … failed on a follower
-//!      (or its rollback failed) ──> record (parent, name) ──> wake the healer
+//!      (or its rollback failed, or server 0 answered EIO)
+//!      ──> record (parent, name) ──> wake the healer
 //!  healer ──> snapshot ──> heal_name ──> done: remove │ not yet: keep, back off
 //! ```
 //!

@@ -440,3 +440,53 @@ async fn a_write_that_failed_on_a_server_is_counted_and_a_whole_one_is_not() {
     assert_eq!(s.write(&at, UNIT, data()).await.unwrap_err(), FsError::EIO);
     assert_eq!(counter(&registry, "imca_gateway_writes_failed_partway_total"), Some(2.0));
 }
+
+/// A server whose answers are lost while set: it does what it is asked,
+/// and the caller is told EIO (a timeout after the server acted).
+struct Lost(Arc<AtomicBool>);
+
+impl Around for Lost {
+    fn name(&self) -> &str {
+        "lost"
+    }
+
+    fn around<'a, T: Send + 'a>(
+        &'a self,
+        _fop: Fop,
+        call: impl std::future::Future<Output = FsResult<T>> + Send + 'a,
+    ) -> impl std::future::Future<Output = FsResult<T>> + Send + 'a {
+        async move {
+            let r = call.await;
+            if self.0.load(SeqCst) {
+                Err(FsError::EIO)
+            } else {
+                r
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_removal_server_zero_did_without_answering_is_healed_on_the_follower() {
+    let (m0, m1): (Next, Next) = (memory::memory(), memory::memory());
+    let lost = Arc::new(AtomicBool::new(false));
+    let s0: Next = Arc::new(Wrap::new(Lost(lost.clone()), m0.clone()));
+    let s = Arc::new(Stripe::new(vec![s0, m1.clone()], UNIT).unwrap().with_heal_grace(Duration::ZERO));
+    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(s.clone().run_healer(async move {
+        let _ = stopped.await;
+    }));
+    let root = Loc::root();
+    file_with_data(&s, &root, "f", 1).await;
+    file_with_data(&s, &root, "a", 2).await;
+    lost.store(true, SeqCst);
+    // Server 0 did them; the followers were never asked.
+    assert_eq!(s.unlink(&root, "f").await.unwrap_err(), FsError::EIO);
+    assert_eq!(s.rename(&root, "a", &root, "b", RenameFlags::default()).await.unwrap_err(), FsError::EIO);
+    assert_eq!(s.pending_heals(), 3, "f, a and b are recorded");
+    assert!(m1.lookup(&root, "f").await.is_ok(), "the follower still has the name");
+    lost.store(false, SeqCst);
+    healed(&s).await;
+    assert_agree(&m0, &m1).await;
+    assert_eq!(s.read(&Loc { path: "b".into(), fid: None }, 0, 2 * UNIT as u32).await.unwrap(), data());
+}
