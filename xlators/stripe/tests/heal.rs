@@ -450,18 +450,16 @@ impl Around for Lost {
         "lost"
     }
 
-    fn around<'a, T: Send + 'a>(
+    async fn around<'a, T: Send + 'a>(
         &'a self,
         _fop: Fop,
         call: impl std::future::Future<Output = FsResult<T>> + Send + 'a,
-    ) -> impl std::future::Future<Output = FsResult<T>> + Send + 'a {
-        async move {
-            let r = call.await;
-            if self.0.load(SeqCst) {
-                Err(FsError::EIO)
-            } else {
-                r
-            }
+    ) -> FsResult<T> {
+        let r = call.await;
+        if self.0.load(SeqCst) {
+            Err(FsError::EIO)
+        } else {
+            r
         }
     }
 }
