@@ -49,6 +49,7 @@ impl Graph {
 /// (the gateway's).
 pub fn build(leaves: Vec<Next>, cfg: &GraphConfig, registry: &prometheus::Registry) -> Result<Graph, StripeError> {
     let stripe = Arc::new(Stripe::new(leaves.clone(), cfg.stripe_unit)?);
+    stripe.register_metrics(registry);
     let below_stripe: Next = stripe.clone();
     let cached = cmcache(below_stripe, cfg, registry);
     let top: Next = Arc::new(IoStats::new(cached, registry));

@@ -204,6 +204,9 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
         &registry,
     )?;
     tracing::info!(pipeline = ?graph.names(), "client graph built");
+    // Names an operation left differing between the servers are healed in
+    // the background once they answer (stripe's heal index).
+    tokio::spawn(graph.stripe.clone().run_healer(drain.stopped()));
     let metrics_url = match &args.metrics {
         Some(addr) => Some(daemon::metrics_url(daemon::spawn_metrics(addr, registry.clone(), || {}, drain.token()).await?)),
         None => None,

@@ -100,7 +100,13 @@ impl Stripe {
     ) -> FsResult<Attr> {
         let step = &step;
         let (first, spec) = futures::join!(self.decided(step(self.first())), join_all(self.rest().iter().map(step)));
-        let first = first?;
+        let first = match first {
+            Ok(a) => a,
+            Err(e) => {
+                self.note_strays(parent, &new.name, &spec);
+                return Err(e);
+            }
+        };
         // server 0 made it with our id (an existing name is EEXIST there)
         let rest = join_all(self.rest().iter().enumerate().zip(spec).map(|((k, s), r)| async move {
             match r {
@@ -130,6 +136,7 @@ impl Stripe {
             Ok(a) => a,
             Err(e) => {
                 // (what the followers made stays for the heal; see the module page)
+                self.note_strays(parent, &new.name, &spec);
                 let made = self.rest().iter().zip(&spec).filter_map(|(s, r)| Some((s, r.as_ref().ok()?.fid)));
                 join_all(made.map(|(s, fid)| async move { s.release(&at(fid)).await })).await;
                 return Err(e);
@@ -191,6 +198,8 @@ impl Stripe {
         let r = if new.exclusive || rest.iter().all(|r| r.is_ok()) {
             self.finish_create(parent, &new.name, false, first.clone(), rest).await
         } else {
+            // server 0's file stays; a follower lacks it
+            self.pending.record("create", parent, &new.name);
             Err(pick_error(rest.into_iter().filter_map(|r| r.err())))
         };
         if r.is_err() {
@@ -238,6 +247,15 @@ impl Stripe {
         Err(FsError::EEXIST)
     }
 
+    /// Server 0 failed a create whose speculative part the followers ran
+    /// (`spec`): what they made, or may have made (an answer lost), is left
+    /// for the heal — recorded so that it does not wait for a walk.
+    fn note_strays(&self, parent: &Loc, name: &str, spec: &[FsResult<Attr>]) {
+        if spec.iter().any(|r| !matches!(r, Err(FsError::EEXIST) | Err(FsError::ENOENT))) {
+            self.pending.record("create", parent, name);
+        }
+    }
+
     /// Server 0 created `name`; the others answered `rest`. On any failure,
     /// undo the creations that succeeded and report the failure.
     pub(crate) async fn finish_create(
@@ -254,6 +272,9 @@ impl Stripe {
             return merge_attrs(all);
         }
         let err = pick_error(rest.iter().filter_map(|r| r.as_ref().err().copied()));
+        // A follower that failed may have made the name all the same (an
+        // answer lost), and a rollback may fail: the heal checks it.
+        self.pending.record("create", parent, name);
         let created: Vec<&Next> = std::iter::once(self.first())
             .chain(self.rest().iter().zip(&rest).filter(|(_, r)| r.is_ok()).map(|(s, _)| s))
             .collect();

@@ -3,6 +3,7 @@
 //! ```text
 //!  lookup ──> every server ──> answers disagree? ──> heal_name ──> follower i: remove / create / link / rename
 //!  setxattr trusted.imca.heal ──> walk (walk.rs) ──> heal_name for every name any server lists
+//!  an operation failed on a follower ──> index (pending.rs) ──> healer.rs ──> heal_name, in the background
 //! ```
 //!
 //! Server 0 orders the namespace: every create, removal and rename is applied
@@ -37,7 +38,8 @@
 //! which reaches every server at once, is covered by the exception above.
 //! The followers' steps of such an operation accept what a heal already
 //! did (`follow` in create.rs, `settle_rename` in lib.rs). A heal is one attempt per name and meeting; a
-//! server that keeps disagreeing is logged, never retried in a loop.
+//! server that keeps disagreeing is logged. The background heal of names an
+//! operation recorded (`healer.rs`) retries, at most `MAX_ATTEMPTS` times.
 
 use crate::{heal_attrs, Fut, Stripe};
 use lru::LruCache;
@@ -284,10 +286,20 @@ impl Stripe {
         let moved = match s.rename(parent, name, parent, &aside, flags).await {
             Ok(r) => r.moved,
             Err(FsError::ENOENT) => return Ok(true),
-            Err(e) => return Err(e),
+            Err(e) => {
+                // A rename whose answer was lost (a timeout) may be done
+                // all the same: the aside name goes to the background heal.
+                self.pending.record("heal", parent, &aside);
+                return Err(e);
+            }
         };
         if moved == fid {
-            return ok_or_gone(s.unlink(parent, &aside).await);
+            let r = ok_or_gone(s.unlink(parent, &aside).await);
+            if r.is_err() {
+                // The name users knew agrees now; this one is what is left.
+                self.pending.record("heal", parent, &aside);
+            }
+            return r;
         }
         tracing::info!(server = i, path = %parent.child(name).path, "stripe heal: the name changed under the heal; put back");
         match s.rename(parent, &aside, parent, name, flags).await {

@@ -37,19 +37,27 @@
 //!   started by setting [`HEAL_XATTR`]) repairs a whole tree. A follower's
 //!   step of an operation accepts what a heal already did, and a stray in
 //!   the way of a create is removed first (`create::follow`).
+//!   Every operation that leaves servers differing records the name in a
+//!   bounded index ([`pending`]), and a background task ([`healer`]) heals
+//!   those names once the servers answer again; a write some of whose
+//!   pieces failed is counted and logged (`write`).
 
 mod create;
 mod heal;
 mod heal_attrs;
+mod healer;
 mod kinds;
 pub mod layout;
 pub mod merge;
+mod metrics;
+mod pending;
 mod plus;
 mod walk;
 mod write;
 
 pub use create::IN_FLIGHT;
 pub use heal::HealReport;
+pub use pending::MAX_PENDING;
 pub use walk::{HEAL_XATTR, MAX_PASSES};
 
 use async_trait::async_trait;
@@ -80,6 +88,10 @@ pub struct Stripe {
     moves: heal::Moves,
     /// how young a new follower-only object is left by the heal
     heal_grace: std::time::Duration,
+    /// names left differing, for the background heal
+    pending: pending::Pending,
+    /// files whose failed write was logged already (once each)
+    torn_logged: write::Logged,
 }
 
 /// How many directory ids stripe remembers.
@@ -93,7 +105,15 @@ impl Stripe {
         if unit < 4096 || !unit.is_power_of_two() {
             return Err(StripeError::BadUnit(unit));
         }
-        Ok(Stripe { subvols, unit, dirs: kinds::DirIds::new(DIR_IDS), moves: heal::Moves::new(), heal_grace: IN_FLIGHT })
+        Ok(Stripe {
+            subvols,
+            unit,
+            dirs: kinds::DirIds::new(DIR_IDS),
+            moves: heal::Moves::new(),
+            heal_grace: IN_FLIGHT,
+            pending: pending::Pending::new(metrics::Metrics::new()),
+            torn_logged: write::Logged::new(),
+        })
     }
 
     /// How young a pristine follower-only object must be for the heal to
@@ -103,6 +123,12 @@ impl Stripe {
     pub fn with_heal_grace(mut self, grace: std::time::Duration) -> Stripe {
         self.heal_grace = grace;
         self
+    }
+
+    /// Register stripe's metrics (heals pending and done, writes that
+    /// failed part-way) in the gateway's registry.
+    pub fn register_metrics(&self, registry: &prometheus::Registry) {
+        self.pending.metrics.register(registry);
     }
 
     pub fn unit(&self) -> u64 {
@@ -156,10 +182,27 @@ impl Stripe {
         .await
     }
 
-    fn log_partial(&self, op: &str, path: &str, results: &[FsResult<impl Sized>]) {
-        if results.iter().any(|r| r.is_err()) {
-            tracing::error!(op, path, "stripe: operation failed on some servers after server 0 applied it; servers differ");
+    /// Server 0's step of `op` on `parent/name`: an EIO (a timeout, a lost
+    /// connection) may hide a step it did all the same, which the
+    /// followers were then never asked to do: the name goes to the
+    /// background heal, which finds out.
+    fn unanswered<T>(&self, op: &str, parent: &Loc, name: &str, r: FsResult<T>) -> FsResult<T> {
+        if matches!(r, Err(FsError::EIO)) {
+            self.pending.record(op, parent, name);
         }
+        r
+    }
+
+    /// After server 0 applied `op` to `parent/name`: a follower that failed
+    /// left the servers differing; the name goes to the background heal.
+    fn note_partial(&self, op: &str, parent: &Loc, name: &str, results: &[FsResult<impl Sized>]) -> bool {
+        if results.iter().all(|r| r.is_ok()) {
+            return false;
+        }
+        let path = parent.child(name).path;
+        tracing::error!(op, path, "stripe: operation failed on some servers after server 0 applied it; servers differ until the background heal");
+        self.pending.record(op, parent, name);
+        true
     }
 }
 
@@ -209,7 +252,12 @@ impl Translator for Stripe {
     async fn setattr(&self, loc: &Loc, set: &SetAttr) -> FsResult<Attr> {
         // A truncate sets every copy to the new size: the copies stay sparse
         // and the largest one (the merged size) is exactly the new size.
-        merge_attrs(all_ok(self.on_all(|s| s.setattr(loc, set)).await)?)
+        let all = self.on_all(|s| s.setattr(loc, set)).await;
+        if (set.perm.is_some() || set.uid.is_some() || set.gid.is_some()) && all.iter().any(|r| r.is_err()) {
+            // a copy that missed a chmod or chown (heal_attrs)
+            self.pending.record_path("setattr", &loc.path);
+        }
+        merge_attrs(all_ok(all)?)
     }
 
     async fn readlink(&self, loc: &Loc) -> FsResult<String> {
@@ -236,7 +284,7 @@ impl Translator for Stripe {
 
     async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Attr> {
         // The object exists: server 0 first (it may refuse), then the others.
-        let first = self.first().link(loc, newparent, newname).await?;
+        let first = self.unanswered("link", newparent, newname, self.first().link(loc, newparent, newname).await)?;
         let rest = join_all(self.rest().iter().enumerate().map(|(k, s)| {
             self.follow(k + 1, newparent, newname, first.fid, || s.link(loc, newparent, newname), false)
         }))
@@ -245,26 +293,29 @@ impl Translator for Stripe {
     }
 
     async fn unlink(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
-        let first = self.first().unlink(parent, name).await?;
+        let first = self.unanswered("unlink", parent, name, self.first().unlink(parent, name).await)?;
         let rest = gone_is_done(self.on_rest(|s| s.unlink(parent, name)).await);
-        self.log_partial("unlink", &parent.child(name).path, &rest);
+        self.note_partial("unlink", parent, name, &rest);
         let rest = all_ok(rest)?;
         merge_removed(first, rest.into_iter().flatten().collect())
     }
 
     async fn rmdir(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
-        let first = self.first().rmdir(parent, name).await?;
+        let first = self.unanswered("rmdir", parent, name, self.first().rmdir(parent, name).await)?;
         let rest = gone_is_done(self.on_rest(|s| s.rmdir(parent, name)).await);
-        self.log_partial("rmdir", &parent.child(name).path, &rest);
+        self.note_partial("rmdir", parent, name, &rest);
         all_ok(rest)?;
         Ok(first)
     }
 
     async fn rename(&self, parent: &Loc, name: &str, newparent: &Loc, newname: &str, flags: RenameFlags) -> FsResult<Renamed> {
-        let first = self.first().rename(parent, name, newparent, newname, flags).await?;
+        let first = self.first().rename(parent, name, newparent, newname, flags).await;
+        let first = self.unanswered("rename", newparent, newname, self.unanswered("rename", parent, name, first))?;
         let rest = self.on_rest(|s| s.rename(parent, name, newparent, newname, flags)).await;
         let rest = self.settle_rename(newparent, newname, first.moved, rest).await;
-        self.log_partial("rename", &parent.child(name).path, &rest);
+        if self.note_partial("rename", parent, name, &rest) {
+            self.pending.record("rename", newparent, newname);
+        }
         let rest = all_ok(rest)?;
         let replaced = match first.replaced {
             Some(r) => Some(merge_removed(r, rest.into_iter().filter_map(|x| x.replaced).collect())?),

@@ -24,6 +24,12 @@
 //! old size may hold old or new data (an overwrite cannot be taken back
 //! without reading it first), as after a torn write on a local disk.
 //!
+//! A write some of whose pieces failed is counted
+//! (`imca_gateway_writes_failed_partway_total`) and logged once per file
+//! (its id and path), whatever it answered: its range may now hold old
+//! data, new data or a mix, unit by unit (docs/operations.md, "A write
+//! that failed part-way"), and the operator can find the file.
+//!
 //! Limits: a server that answered EIO because it went away may or may not
 //! have applied its piece, and cannot be cut back now; a cut back whose own
 //! setattr fails is logged. A server whose copy changed size since our write
@@ -33,7 +39,29 @@ use crate::layout::{self, Piece};
 use crate::merge::pick_error;
 use crate::Stripe;
 use futures::future::join_all;
+use lru::LruCache;
+use std::num::NonZeroUsize;
+use std::sync::Mutex;
 use xlator::*;
+
+/// How many files whose failed write was logged are remembered: a server
+/// down under a busy writer fails every write, and one line per file is
+/// what the operator needs.
+const LOGGED: usize = 4096;
+
+/// The files whose failed write was logged already.
+pub(crate) struct Logged(Mutex<LruCache<FileId, ()>>);
+
+impl Logged {
+    pub fn new() -> Logged {
+        Logged(Mutex::new(LruCache::new(NonZeroUsize::new(LOGGED).unwrap_or(NonZeroUsize::MIN))))
+    }
+
+    /// True the first time `fid` is seen (lately).
+    fn first(&self, fid: FileId) -> bool {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).put(fid, ()).is_none()
+    }
+}
 
 pub(crate) async fn write(st: &Stripe, loc: &Loc, offset: u64, data: Data) -> FsResult<WriteReply> {
     let servers = st.servers();
@@ -49,6 +77,7 @@ pub(crate) async fn write(st: &Stripe, loc: &Loc, offset: u64, data: Data) -> Fs
     }
     let end = offset + u64::from(written);
     tracing::debug!(path = %loc.path, offset, len = data.len(), written, ?stopped_by, "stripe: a write landed in part");
+    note_failed(st, loc, offset, data.len(), written, &pieces, &results);
     join_all(
         (0..servers.len())
             .filter_map(|k| Some((k, cut_back_to(k, written > 0, end, &pieces, &results)?)))
@@ -59,6 +88,28 @@ pub(crate) async fn write(st: &Stripe, loc: &Loc, offset: u64, data: Data) -> Fs
         return Ok(WriteReply { written, attr: None, size_before: None, blocks_before: None });
     }
     Err(stopped_by.unwrap_or_else(|| pick_error(results.iter().filter_map(|r| r.as_ref().err().copied()))))
+}
+
+/// Count a write some of whose pieces failed, and log its file once.
+fn note_failed(st: &Stripe, loc: &Loc, offset: u64, len: usize, written: u32, pieces: &[Piece], results: &[FsResult<WriteReply>]) {
+    let mut failed: Vec<usize> = pieces.iter().zip(results).filter(|(_, r)| r.is_err()).map(|(p, _)| p.server).collect();
+    if failed.is_empty() {
+        return; // a short write (a full server said how much it took): nothing unknown
+    }
+    failed.dedup();
+    st.pending.metrics.writes_failed_partway.inc();
+    let fid = loc.fid.map(|f| format!("{:032x}", f.0)).unwrap_or_default();
+    if loc.fid.is_none_or(|f| st.torn_logged.first(f)) {
+        tracing::error!(
+            path = %loc.path,
+            fid,
+            offset,
+            len,
+            written,
+            failed_servers = ?failed,
+            "stripe: a write failed on some servers: past the bytes it reported, its range may hold old data, new data or a mix (docs/operations.md); logged once per file"
+        );
+    }
 }
 
 /// The copies a write that landed whole reached, merged after it (size the

@@ -4,6 +4,9 @@
 //! units of files server 0 still has.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::Duration;
 use stripe::Stripe;
 use xlator::*;
 
@@ -317,4 +320,171 @@ async fn a_heal_racing_a_rename_between_servers_keeps_the_renamed_file() {
     let at = Loc { path: "f".into(), fid: Some(new.fid) };
     assert_eq!(s.read(&at, 0, 2 * UNIT as u32).await.unwrap(), data(), "the follower's unit of the renamed file survives the heal");
     assert_agree(&m0, &m1).await;
+}
+
+/// A server that can be taken away: every call fails with EIO while down,
+/// as the protocol client answers for an unreachable server.
+struct Away(Arc<AtomicBool>);
+
+impl Around for Away {
+    fn name(&self) -> &str {
+        "away"
+    }
+
+    fn around<'a, T: Send + 'a>(
+        &'a self,
+        _fop: Fop,
+        call: impl std::future::Future<Output = FsResult<T>> + Send + 'a,
+    ) -> impl std::future::Future<Output = FsResult<T>> + Send + 'a {
+        let away = self.0.load(SeqCst);
+        async move {
+            if away {
+                Err(FsError::EIO)
+            } else {
+                call.await
+            }
+        }
+    }
+}
+
+/// Server 0 and a follower that can be taken away, under a stripe whose
+/// background heal runs (until the sender is dropped).
+fn with_healer() -> (Next, Next, Arc<AtomicBool>, Arc<Stripe>, tokio::sync::oneshot::Sender<()>) {
+    let (m0, m1): (Next, Next) = (memory::memory(), memory::memory());
+    let away = Arc::new(AtomicBool::new(false));
+    let f1: Next = Arc::new(Wrap::new(Away(away.clone()), m1.clone()));
+    let s = Arc::new(Stripe::new(vec![m0.clone(), f1], UNIT).unwrap().with_heal_grace(Duration::ZERO));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(s.clone().run_healer(async move {
+        let _ = stopped.await;
+    }));
+    (m0, m1, away, s, stop)
+}
+
+/// Wait (bounded) until nothing waits for the background heal.
+async fn healed(s: &Stripe) {
+    let wait = async {
+        while s.pending_heals() > 0 || s.heal_sweep_owed() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), wait).await.expect("the background heal empties its index");
+}
+
+#[tokio::test]
+async fn what_a_follower_missed_while_away_is_healed_in_the_background() {
+    let (m0, m1, away, s, _stop) = with_healer();
+    let root = Loc::root();
+    file_with_data(&s, &root, "f", 1).await;
+    file_with_data(&s, &root, "a", 2).await;
+    s.mkdir(&root, &nf("d", 3)).await.unwrap();
+    let c = s.create(&root, &nf("c", 4), libc::O_RDWR).await.unwrap();
+    s.release(&Loc { path: "c".into(), fid: Some(c.fid) }).await.unwrap();
+
+    away.store(true, SeqCst);
+    assert_eq!(s.unlink(&root, "f").await.unwrap_err(), FsError::EIO);
+    assert_eq!(s.rmdir(&root, "d").await.unwrap_err(), FsError::EIO);
+    assert_eq!(s.rename(&root, "a", &root, "b", RenameFlags::default()).await.unwrap_err(), FsError::EIO);
+    assert_eq!(s.setattr(&Loc { path: "c".into(), fid: Some(c.fid) }, &chmod(0o600)).await.unwrap_err(), FsError::EIO);
+    assert_eq!(s.pending_heals(), 5, "f, d, a, b and c are recorded");
+    // While the follower is away nothing is healed, and nothing is lost.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(s.pending_heals(), 5);
+
+    away.store(false, SeqCst);
+    healed(&s).await;
+    assert_agree(&m0, &m1).await;
+    assert_eq!(mode_owner(&m1, "c").await, mode_owner(&m0, "c").await, "the missed chmod reached the follower");
+    assert_eq!(s.read(&Loc { path: "b".into(), fid: None }, 0, 2 * UNIT as u32).await.unwrap(), data(), "the renamed file kept its units");
+}
+
+#[tokio::test]
+async fn an_overflowing_index_falls_back_to_a_sweep() {
+    let (m0, m1, away, s, _stop) = with_healer();
+    let root = Loc::root();
+    // A step the follower missed that nobody recorded (made by hand).
+    s.create(&root, &nf("x", 1), libc::O_RDWR).await.unwrap();
+    m0.unlink(&root, "x").await.unwrap();
+    away.store(true, SeqCst);
+    for i in 0..=stripe::MAX_PENDING {
+        let _ = s.setattr(&Loc { path: format!("n{i}"), fid: None }, &chmod(0o600)).await;
+    }
+    assert_eq!(s.pending_heals(), stripe::MAX_PENDING, "the index is bounded");
+    assert!(s.heal_sweep_owed(), "past the bound, a sweep is owed");
+    away.store(false, SeqCst);
+    healed(&s).await;
+    assert_agree(&m0, &m1).await;
+}
+
+/// A counter of `registry`, by name.
+fn counter(registry: &prometheus::Registry, name: &str) -> Option<f64> {
+    let families = registry.gather();
+    let f = families.iter().find(|f| f.name() == name)?;
+    Some(f.get_metric().iter().map(|m| m.get_counter().get_value()).sum())
+}
+
+#[tokio::test]
+async fn a_write_that_failed_on_a_server_is_counted_and_a_whole_one_is_not() {
+    let (_m0, _m1, away, s, _stop) = with_healer();
+    let registry = prometheus::Registry::new();
+    s.register_metrics(&registry);
+    let root = Loc::root();
+    let a = file_with_data(&s, &root, "f", 1).await;
+    let at = Loc { path: "f".into(), fid: Some(a.fid) };
+    s.write(&at, 0, data()).await.unwrap();
+    assert_eq!(counter(&registry, "imca_gateway_writes_failed_partway_total"), Some(0.0));
+    away.store(true, SeqCst);
+    // unit 0 (server 0) lands, unit 1 (the follower's) fails: a short count
+    assert_eq!(s.write(&at, 0, data()).await.unwrap().written, UNIT as u32);
+    // the follower's unit first: EIO, and server 0's next unit landed
+    assert_eq!(s.write(&at, UNIT, data()).await.unwrap_err(), FsError::EIO);
+    assert_eq!(counter(&registry, "imca_gateway_writes_failed_partway_total"), Some(2.0));
+}
+
+/// A server whose answers are lost while set: it does what it is asked,
+/// and the caller is told EIO (a timeout after the server acted).
+struct Lost(Arc<AtomicBool>);
+
+impl Around for Lost {
+    fn name(&self) -> &str {
+        "lost"
+    }
+
+    async fn around<'a, T: Send + 'a>(
+        &'a self,
+        _fop: Fop,
+        call: impl std::future::Future<Output = FsResult<T>> + Send + 'a,
+    ) -> FsResult<T> {
+        let r = call.await;
+        if self.0.load(SeqCst) {
+            Err(FsError::EIO)
+        } else {
+            r
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_removal_server_zero_did_without_answering_is_healed_on_the_follower() {
+    let (m0, m1): (Next, Next) = (memory::memory(), memory::memory());
+    let lost = Arc::new(AtomicBool::new(false));
+    let s0: Next = Arc::new(Wrap::new(Lost(lost.clone()), m0.clone()));
+    let s = Arc::new(Stripe::new(vec![s0, m1.clone()], UNIT).unwrap().with_heal_grace(Duration::ZERO));
+    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(s.clone().run_healer(async move {
+        let _ = stopped.await;
+    }));
+    let root = Loc::root();
+    file_with_data(&s, &root, "f", 1).await;
+    file_with_data(&s, &root, "a", 2).await;
+    lost.store(true, SeqCst);
+    // Server 0 did them; the followers were never asked.
+    assert_eq!(s.unlink(&root, "f").await.unwrap_err(), FsError::EIO);
+    assert_eq!(s.rename(&root, "a", &root, "b", RenameFlags::default()).await.unwrap_err(), FsError::EIO);
+    assert_eq!(s.pending_heals(), 3, "f, a and b are recorded");
+    assert!(m1.lookup(&root, "f").await.is_ok(), "the follower still has the name");
+    lost.store(false, SeqCst);
+    healed(&s).await;
+    assert_agree(&m0, &m1).await;
+    assert_eq!(s.read(&Loc { path: "b".into(), fid: None }, 0, 2 * UNIT as u32).await.unwrap(), data());
 }

@@ -1,0 +1,54 @@
+//! stripe's metrics, registered in the gateway's registry (one stripe per
+//! gateway). They exist unregistered until [`crate::Stripe::register_metrics`]
+//! (in-process tests never register them).
+
+use prometheus::{IntCounter, IntCounterVec, IntGauge, Opts, Registry};
+
+#[derive(Clone)]
+pub(crate) struct Metrics {
+    /// `imca_gateway_heals_pending`: (directory, name) pairs recorded as
+    /// left disagreeing and not yet healed ([`crate::pending`])
+    pub pending: IntGauge,
+    /// `imca_gateway_heal_sweep_needed`: 1 while the index overflowed and a
+    /// full sweep is owed
+    pub sweep_needed: IntGauge,
+    /// `imca_gateway_heals_total{result="done|failed|given_up"}`
+    pub heals: IntCounterVec,
+    /// `imca_gateway_writes_failed_partway_total`
+    pub writes_failed_partway: IntCounter,
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        Metrics {
+            pending: IntGauge::new(
+                "imca_gateway_heals_pending",
+                "Names an operation left differing between storage servers, recorded for the background heal and not healed yet",
+            )
+            .expect("valid metric"),
+            sweep_needed: IntGauge::new(
+                "imca_gateway_heal_sweep_needed",
+                "1 while more divergences were recorded than the heal index holds: the background heal owes a full sweep",
+            )
+            .expect("valid metric"),
+            heals: IntCounterVec::new(
+                Opts::new("imca_gateway_heals_total", "Background heals of recorded divergences, by result (done, failed attempt, given up)"),
+                &["result"],
+            )
+            .expect("valid metric"),
+            writes_failed_partway: IntCounter::new(
+                "imca_gateway_writes_failed_partway_total",
+                "Striped writes some of whose pieces failed: their range may hold old data, new data or a mix (docs/operations.md)",
+            )
+            .expect("valid metric"),
+        }
+    }
+
+    /// Registration fails only for a duplicate name: one stripe per registry.
+    pub fn register(&self, registry: &Registry) {
+        let _ = registry.register(Box::new(self.pending.clone()));
+        let _ = registry.register(Box::new(self.sweep_needed.clone()));
+        let _ = registry.register(Box::new(self.heals.clone()));
+        let _ = registry.register(Box::new(self.writes_failed_partway.clone()));
+    }
+}
