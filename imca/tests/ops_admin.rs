@@ -484,7 +484,8 @@ fn a_local_user_can_neither_change_nor_exhaust_the_admin_api() {
     let all_closed = t0.elapsed();
     drop(idle);
     let cut = slowloris.join().unwrap().expect("the slowloris head was never cut");
-    assert!(cut >= admin::limits::HEADER_TIMEOUT - Duration::from_secs(1), "slowloris cut after only {cut:?}");
+    // cut by the header timeout, or sooner: shed for the flood's newcomers
+    assert!(cut <= admin::limits::HEADER_TIMEOUT + Duration::from_secs(1), "slowloris cut after {cut:?}");
     // Memory given back: what the connections took is freed once they are closed.
     let t = Instant::now();
     let mut after_mib = rss_mib(pid);
@@ -493,7 +494,7 @@ fn a_local_user_can_neither_change_nor_exhaust_the_admin_api() {
         after_mib = rss_mib(pid);
     }
     println!(
-        "{refused} refused with 503 at once, the rest closed by the header timeout: all closed after {all_closed:?}; \
+        "{refused} refused with 503 at once, the rest shed or closed by the header timeout: all closed after {all_closed:?}; \
          slowloris cut after {cut:?}; gateway RSS {base:.1} MiB before, {during:.1} during, {after_mib:.1} after"
     );
     assert!(during - base < 32.0, "the flood took {:.1} MiB", during - base);
