@@ -184,11 +184,12 @@ impl Crowd {
         (g.members.len(), g.unsettled)
     }
 
-    fn set_settled(&self, id: u64, settled: bool) {
+    /// False when the member is gone (shed just before).
+    fn set_settled(&self, id: u64, settled: bool) -> bool {
         let mut g = self.lock();
-        let Some(m) = g.members.get_mut(&id) else { return };
+        let Some(m) = g.members.get_mut(&id) else { return false };
         if m.settled == settled {
-            return;
+            return true;
         }
         m.settled = settled;
         m.since = Instant::now();
@@ -201,6 +202,7 @@ impl Crowd {
             c.unsettled += 1;
             g.unsettled += 1;
         }
+        true
     }
 }
 
@@ -225,15 +227,21 @@ impl Ticket {
         self.shed.notified().await
     }
 
-    /// The connection proved itself: it is no longer shed or reaped.
-    pub fn settle(&self) {
-        self.crowd.set_settled(self.id, true);
+    /// The connection proved itself: it is no longer shed or reaped. False
+    /// if it was shed already (the owner closes it: it holds no place).
+    pub fn settle(&self) -> bool {
+        self.crowd.set_settled(self.id, true)
     }
 
     /// The connection went back to waiting (a kept-alive HTTP connection
     /// between requests): sheddable again, its age counted from now.
     pub fn unsettle(&self) {
         self.crowd.set_settled(self.id, false);
+    }
+
+    /// The crowd this place is in.
+    pub fn crowd(&self) -> &Arc<Crowd> {
+        &self.crowd
     }
 }
 

@@ -53,6 +53,17 @@ pub fn identify(local: SocketAddr, peer: SocketAddr) -> Peer {
     }
 }
 
+/// Who is at the other end of a UNIX stream socket: its uid
+/// (`SO_PEERCRED`), or `None` if the kernel will not say.
+pub fn unix_peer(fd: std::os::fd::BorrowedFd<'_>) -> Option<Peer> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: getsockopt writes at most `len` bytes into `cred`.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    let r = unsafe { libc::getsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_PEERCRED, (&raw mut cred).cast(), &mut len) };
+    (r == 0).then_some(Peer::Uid(cred.uid))
+}
+
 /// The uid owning the socket at `peer` connected to `local`, if that socket
 /// is on this host.
 pub fn local_uid(local: SocketAddr, peer: SocketAddr) -> io::Result<Option<u32>> {
@@ -223,6 +234,14 @@ mod tests {
         let nobody: SocketAddr = "127.0.0.1:1".parse().unwrap();
         assert_eq!(identify(local, nobody), Peer::Ip(nobody.ip()));
         assert_eq!(proc_net::uid_of(nobody, local).unwrap(), None);
+    }
+
+    #[test]
+    fn a_unix_socket_peer_is_its_uid() {
+        use std::os::fd::AsFd;
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let me = unsafe { libc::geteuid() };
+        assert_eq!(unix_peer(a.as_fd()), Some(Peer::Uid(me)));
     }
 
     #[test]

@@ -1,0 +1,129 @@
+//! Idle sockets against a node with logins (`-Y`), tried as issue 32 found
+//! them: 1,024 sockets that never log in filled `-c` ("Too many open
+//! connections") and every gateway started after them ran without the bank.
+//! Now whatever has not logged in is capped, shed oldest first and closed
+//! at the login timeout, so a client that logs in always gets in.
+
+mod common;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::{read_until, start_with_args, stats};
+
+const IDLE: usize = 1_100;
+
+fn auth_file(dir: &tempfile::TempDir) -> String {
+    let file = dir.path().join("auth");
+    std::fs::write(&file, "volume:s3cret\n").unwrap();
+    file.to_str().unwrap().to_string()
+}
+
+/// Logs in on a fresh connection and stores and reads a value through it.
+fn log_in_and_use(addr: std::net::SocketAddr) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(b"set login 0 0 13\r\nvolume s3cret\r\n").unwrap();
+    let r = read_until(&mut s, b"\r\n");
+    assert_eq!(String::from_utf8_lossy(&r), "STORED\r\n", "the login was not answered");
+    s.write_all(b"set k 0 0 5\r\nhello\r\nget k\r\n").unwrap();
+    let r = read_until(&mut s, b"END\r\n");
+    assert_eq!(String::from_utf8_lossy(&r), "STORED\r\nVALUE k 0 5\r\nhello\r\nEND\r\n");
+    s
+}
+
+/// Whether the node has closed `s` (EOF or reset), waiting up to `within`.
+fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
+    let end = Instant::now() + within;
+    let mut b = [0u8; 64];
+    while let Some(left) = end.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) {
+        s.set_read_timeout(Some(left)).unwrap();
+        match s.read(&mut b) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => return false,
+            Err(_) => return true,
+        }
+    }
+    false
+}
+
+#[test]
+fn idle_sockets_never_keep_a_client_that_logs_in_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let login_timeout = Duration::from_secs(2);
+    let node = start_with_args(&["-Y", &auth_file(&dir), "--login-timeout", "2"]);
+    assert_eq!(node.node.config.max_conns, 1024, "the default -c");
+
+    let t0 = Instant::now();
+    let mut idle: Vec<TcpStream> = (0..IDLE).map(|_| TcpStream::connect(node.addr).expect("connect")).collect();
+    // Connected after all of them (the backlog is first in, first out): it
+    // is the newest, logs in at once, and gets in.
+    let mut client = log_in_and_use(node.addr);
+    let t1 = Instant::now();
+    println!("{IDLE} idle sockets in {:?}; a client logged in after them", t1 - t0);
+    // Another client still gets in while they are held.
+    drop(log_in_and_use(node.addr));
+
+    // The ones not shed are closed at the login timeout; logged-in ones stay.
+    for (i, s) in idle.iter_mut().enumerate() {
+        // those left when the client logged in were accepted before it
+        let left = (login_timeout + Duration::from_secs(2)).saturating_sub(t1.elapsed());
+        assert!(closed_within(s, left), "idle socket {i} still open {:?} after the flood", t1.elapsed());
+    }
+    println!("every idle socket closed {:?} after the flood", t1.elapsed());
+    client.write_all(b"get k\r\n").unwrap();
+    assert_eq!(read_until(&mut client, b"END\r\n"), b"VALUE k 0 5\r\nhello\r\nEND\r\n", "a logged-in client was closed");
+
+    // Counted: memcached's rejected_connections (nothing was refused: idle
+    // ones were shed instead) and ours.
+    let st = stats(&mut client, "");
+    let n = |k: &str| st.get(k).unwrap_or_else(|| panic!("no stat {k}")).parse::<u64>().unwrap();
+    println!("rejected {} shed {} timed out {}", n("rejected_connections"), n("login_shed_connections"), n("login_timeouts"));
+    assert_eq!(n("rejected_connections"), 0);
+    let cap = (1024 / cache_node::config::LOGIN_CONNS_SHARE) as u64;
+    assert!(n("login_shed_connections") >= IDLE as u64 - cap, "{st:?}");
+    assert!(n("login_timeouts") >= 1 && n("login_timeouts") <= cap, "{st:?}");
+    assert_eq!(n("login_shed_connections") + n("login_timeouts"), IDLE as u64);
+    assert_eq!(n("curr_connections"), 1);
+}
+
+#[test]
+fn a_socket_that_does_not_log_in_is_closed_at_the_login_timeout_and_one_that_does_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = start_with_args(&["-Y", &auth_file(&dir), "--login-timeout", "1"]);
+    let t0 = Instant::now();
+    let mut silent = TcpStream::connect(node.addr).unwrap();
+    // sends something, but never the login
+    let mut chatty = TcpStream::connect(node.addr).unwrap();
+    chatty.write_all(b"get k\r\n").unwrap();
+    assert_eq!(read_until(&mut chatty, b"\r\n"), b"CLIENT_ERROR unauthenticated\r\n");
+    let mut client = log_in_and_use(node.addr);
+    assert!(closed_within(&mut silent, Duration::from_secs(4)));
+    assert!(closed_within(&mut chatty, Duration::from_secs(1)));
+    let cut = t0.elapsed();
+    assert!(cut >= Duration::from_millis(900) && cut < Duration::from_secs(3), "closed after {cut:?}");
+    client.write_all(b"get k\r\n").unwrap();
+    assert_eq!(read_until(&mut client, b"END\r\n"), b"VALUE k 0 5\r\nhello\r\nEND\r\n");
+}
+
+/// Without `-Y` nothing can be told apart: memcached's `-c` applies as it
+/// always did (refusal, not shedding), and a per-peer cap only when asked.
+#[test]
+fn without_logins_memcacheds_limit_applies_and_a_peer_cap_only_if_asked() {
+    let node = start_with_args(&["-c", "4"]);
+    let held: Vec<TcpStream> = (0..4).map(|_| TcpStream::connect(node.addr).unwrap()).collect();
+    let mut over = TcpStream::connect(node.addr).unwrap();
+    assert_eq!(read_until(&mut over, b"\r\n"), b"ERROR Too many open connections\r\n");
+    drop(held);
+
+    let node = start_with_args(&["--peer-conn-limit", "2"]);
+    let held: Vec<TcpStream> = (0..2).map(|_| TcpStream::connect(node.addr).unwrap()).collect();
+    let mut over = TcpStream::connect(node.addr).unwrap();
+    assert_eq!(read_until(&mut over, b"\r\n"), b"ERROR Too many open connections\r\n");
+    let mut first = &held[0];
+    first.write_all(b"version\r\n").unwrap();
+    let mut first = held.into_iter().next().unwrap();
+    assert!(read_until(&mut first, b"\r\n").starts_with(b"VERSION "), "a held connection was cut");
+    assert_eq!(stats(&mut first, "")["rejected_connections"], "1");
+}
