@@ -6,7 +6,8 @@
 //! operator together with any user who floods the port. But a local peer's
 //! socket lives in this host's kernel, and the kernel knows its owner: one
 //! `sock_diag` netlink request (what `ss -e` uses) looks the peer's socket up
-//! by its exact four-tuple and returns its uid. When netlink is not
+//! by its exact four-tuple and returns its uid (a few microseconds; one
+//! netlink socket per thread is kept for it). When netlink is not
 //! available, `/proc/net/tcp{,6}` holds the same row (slower: the whole table
 //! is read). A peer whose socket is not found here is remote and is keyed by
 //! its IP.
@@ -102,17 +103,42 @@ mod netlink {
     /// sockid, expires, rqueue, wqueue)
     const UID_AT: usize = 4 + 48 + 12;
 
+    std::thread_local! {
+        /// One netlink socket per thread, kept: a lookup per accepted
+        /// connection is then two syscalls, not four. Dropped on any error.
+        static SOCK: std::cell::RefCell<Option<(OwnedFd, u32)>> = const { std::cell::RefCell::new(None) };
+    }
+
     /// The uid of the socket whose local end is `src` and remote end `dst`;
     /// `Err(ENOENT)` when there is none.
     pub fn uid_of(src: SocketAddr, dst: SocketAddr) -> io::Result<Option<u32>> {
+        SOCK.with(|cell| {
+            let mut cell = cell.borrow_mut();
+            if cell.is_none() {
+                *cell = Some((open()?, 0));
+            }
+            let (fd, seq) = cell.as_mut().expect("just made");
+            *seq = seq.wrapping_add(1);
+            let r = ask(fd, *seq, src, dst);
+            if r.as_ref().is_err_and(|e| e.raw_os_error() != Some(libc::ENOENT)) {
+                *cell = None;
+            }
+            r
+        })
+    }
+
+    fn open() -> io::Result<OwnedFd> {
         // SAFETY: a plain socket(2); the fd is owned right away.
         let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, libc::NETLINK_SOCK_DIAG) };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: fd is a fresh, valid descriptor nobody else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let req = request(src, dst);
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    fn ask(fd: &OwnedFd, seq: u32, src: SocketAddr, dst: SocketAddr) -> io::Result<Option<u32>> {
+        let req = request(seq, src, dst);
         // SAFETY: req is a valid buffer of its length; the kernel is the peer (address 0).
         let sent = unsafe {
             let mut kernel: libc::sockaddr_nl = std::mem::zeroed();
@@ -123,22 +149,30 @@ mod netlink {
         if sent < 0 {
             return Err(io::Error::last_os_error());
         }
+        // the kernel answers within sendto; a reply to an older request
+        // (one whose recv failed) is skipped by its sequence number
         let mut buf = [0u8; 1024];
-        // SAFETY: buf is writable for its length.
-        let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
+        for _ in 0..4 {
+            // SAFETY: buf is writable for its length.
+            let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+            if n < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let reply = &buf[..n as usize];
+            if reply.get(8..12).is_some_and(|s| u32::from_ne_bytes(s.try_into().unwrap()) == seq) {
+                return parse(reply);
+            }
         }
-        parse(&buf[..n as usize])
+        Err(io::Error::new(io::ErrorKind::InvalidData, "no sock_diag reply to our request"))
     }
 
-    fn request(src: SocketAddr, dst: SocketAddr) -> Vec<u8> {
+    fn request(seq: u32, src: SocketAddr, dst: SocketAddr) -> Vec<u8> {
         let len = NLMSG_HDRLEN + REQ_LEN;
         let mut m = Vec::with_capacity(len);
         m.extend_from_slice(&(len as u32).to_ne_bytes());
         m.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
         m.extend_from_slice(&(libc::NLM_F_REQUEST as u16).to_ne_bytes());
-        m.extend_from_slice(&1u32.to_ne_bytes()); // seq
+        m.extend_from_slice(&seq.to_ne_bytes());
         m.extend_from_slice(&0u32.to_ne_bytes()); // pid: the kernel fills it
         let family = if src.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
         m.extend_from_slice(&[family as u8, libc::IPPROTO_TCP as u8, 0, 0]);
