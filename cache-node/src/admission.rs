@@ -43,3 +43,35 @@ pub fn peer_of(s: &Accepted) -> Peer {
 pub fn reap_every(login_timeout: Duration) -> Duration {
     (login_timeout / 8).clamp(Duration::from_millis(50), Duration::from_secs(1))
 }
+
+/// A warning, at most once per [`Watchful::EVERY`], when connections were
+/// refused or closed before logging in since the last one: someone is
+/// holding sockets open, and the operator should hear of it once, not per
+/// socket.
+#[derive(Default)]
+pub struct Watchful {
+    last: Option<std::time::Instant>,
+    seen: [u64; 4],
+}
+
+impl Watchful {
+    const EVERY: Duration = Duration::from_secs(10);
+
+    pub fn check(&mut self, crowd: &daemon::Crowd) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.last.is_some_and(|t| t.elapsed() < Self::EVERY) {
+            return;
+        }
+        let c = &crowd.counts;
+        let now = [c.shed.load(Relaxed), c.reaped.load(Relaxed), c.refused_peer.load(Relaxed), c.refused_full.load(Relaxed)];
+        let d: Vec<u64> = now.iter().zip(self.seen).map(|(n, s)| n - s).collect();
+        if d.iter().any(|&n| n > 0) {
+            let l = crowd.limits();
+            tracing::warn!(shed = d[0], login_timeouts = d[1], refused_peer_cap = d[2], refused_conn_limit = d[3],
+                not_logged_in_cap = l.max_unsettled, peer_cap = l.per_peer, conn_limit = l.max,
+                "connections closed before logging in or refused since the last report (see stats: login_shed_connections, login_timeouts, rejected_connections)");
+            self.seen = now;
+            self.last = Some(std::time::Instant::now());
+        }
+    }
+}

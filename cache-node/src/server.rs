@@ -109,6 +109,7 @@ pub async fn serve(listener: Listener, node: Arc<Node>, mut shutdown: Shutdown) 
     let login_timeout = node.config.auth.as_ref().map(|_| node.config.login_timeout);
     let mut reaper = tokio::time::interval(crate::admission::reap_every(node.config.login_timeout));
     reaper.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut watchful = crate::admission::Watchful::default();
     let mut workers = Vec::new();
     // every worker holds a `done` sender: `recv` is `None` once all have ended
     let (done, mut all_done) = mpsc::channel::<()>(1);
@@ -129,10 +130,8 @@ pub async fn serve(listener: Listener, node: Arc<Node>, mut shutdown: Shutdown) 
             r = listener.accept() => r,
             _ = shutdown.recv() => break,
             _ = reaper.tick(), if login_timeout.is_some() => {
-                let n = node.crowd.reap(node.config.login_timeout);
-                if n > 0 {
-                    tracing::debug!(closed = n, "connections that did not log in within {:?} closed", node.config.login_timeout);
-                }
+                node.crowd.reap(node.config.login_timeout);
+                watchful.check(&node.crowd);
                 continue;
             }
         };
