@@ -127,3 +127,56 @@ fn without_logins_memcacheds_limit_applies_and_a_peer_cap_only_if_asked() {
     assert!(read_until(&mut first, b"\r\n").starts_with(b"VERSION "), "a held connection was cut");
     assert_eq!(stats(&mut first, "")["rejected_connections"], "1");
 }
+
+/// The same from another local user (uid 1001) whose sockets come back as
+/// fast as they are closed: they shed each other (the flooder's are the
+/// most, so the oldest of its own go), and a client that logs in, again and
+/// again, is answered at once.
+#[test]
+fn another_users_churning_sockets_never_keep_a_client_that_logs_in_out() {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to run the attacker as uid 1001");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let node = start_with_args(&["-Y", &auth_file(&dir), "--login-timeout", "2"]);
+    // it trickles an HTTP head that never ends; to a node, junk lines
+    let source = include_str!("../../admin/tests/attack/trickle.py");
+    let mut attacker = Command::new("python3")
+        .arg("-c")
+        .arg(source)
+        .arg(node.addr.to_string())
+        .arg(IDLE.to_string())
+        .uid(1001)
+        .gid(1001)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut out = std::io::BufReader::new(attacker.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready", "the attacker did not start");
+    let t0 = Instant::now();
+    let (mut slowest, mut logins) = (Duration::ZERO, 0);
+    while t0.elapsed() < Duration::from_secs(3) {
+        let t = Instant::now();
+        drop(log_in_and_use(node.addr));
+        slowest = slowest.max(t.elapsed());
+        logins += 1;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(attacker.stdin.take());
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    let _ = attacker.wait();
+    println!("{logins} logins, slowest {slowest:?}; the attacker: {line}");
+    let counts: serde_json::Value = serde_json::from_str(&line).expect("the attacker's counts");
+    assert_eq!(counts["uid"], 1001);
+    assert!(counts["closed_by_server"].as_u64().unwrap() > IDLE as u64, "the flood was not shed: {counts}");
+    assert!(slowest < Duration::from_secs(1), "a login waited {slowest:?}");
+}

@@ -20,21 +20,32 @@ def watch_stdin():
     sys.stdin.read()
     stop.set()
 
-conns = [connect() for _ in range(n)]
+conns = {}
+poller = select.poll()
+
+def add():
+    s = connect()
+    conns[s.fileno()] = s
+    poller.register(s, select.POLLIN)
+
+for _ in range(n):
+    add()
 print("ready", flush=True)
 threading.Thread(target=watch_stdin, daemon=True).start()
 while not stop.is_set():
-    readable, _, _ = select.select(conns, [], [], 0.1)
-    for s in readable:
+    for fd, _ in poller.poll(100):
+        s = conns[fd]
         try:
             gone = s.recv(4096) == b""
         except OSError:
             gone = True
         if gone:
             counts["closed_by_server"] += 1
+            poller.unregister(fd)
+            del conns[fd]
             s.close()
-            conns[conns.index(s)] = connect()
-    for s in conns:
+            add()
+    for s in list(conns.values()):
         try:
             s.send(b"X")
         except OSError:
