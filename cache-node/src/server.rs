@@ -110,6 +110,8 @@ pub async fn serve(listener: Listener, node: Arc<Node>, mut shutdown: Shutdown) 
     let mut reaper = tokio::time::interval(crate::admission::reap_every(node.config.login_timeout));
     reaper.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut watchful = crate::admission::Watchful::default();
+    let limits = node.crowd.limits();
+    let by_peer = login_timeout.is_some() || limits.per_peer < limits.max;
     let mut workers = Vec::new();
     // every worker holds a `done` sender: `recv` is `None` once all have ended
     let (done, mut all_done) = mpsc::channel::<()>(1);
@@ -144,7 +146,8 @@ pub async fn serve(listener: Listener, node: Arc<Node>, mut shutdown: Shutdown) 
                 continue;
             }
         };
-        let peer = crate::admission::peer_of(&stream);
+        // without -Y and --peer-conn-limit every peer is one (no lookup)
+        let peer = if by_peer { crate::admission::peer_of(&stream) } else { daemon::Peer::Uid(u32::MAX) };
         let Ok(ticket) = node.crowd.admit(peer) else {
             // memcached's answer when -c is reached (here also the peer's cap).
             node.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
