@@ -21,6 +21,9 @@ pub const DEFAULT_LOGIN_TIMEOUT_SECS: u64 = 5;
 /// With `-Y`: connections not yet logged in hold at most `-c` / this; over
 /// it the oldest of the peer holding the most is closed (`admission.rs`).
 pub const LOGIN_CONNS_SHARE: usize = 8;
+/// With `-Y`, the shares above are never below this (or `-c` itself): a
+/// client opening its pool in parallel must not shed its own connections.
+pub const MIN_LOGIN_CONNS: usize = 16;
 /// With `-Y`: one peer (a local uid, a remote IP) holds at most `-c` / this.
 pub const PEER_CONNS_SHARE: usize = 2;
 /// What memcached reports as its version (clients parse it); ours is appended in `stats`.
@@ -91,8 +94,8 @@ pub struct Args {
     /// with -Y: close a connection that has not logged in within this many seconds
     #[arg(long = "login-timeout", value_name = "SECS", default_value_t = DEFAULT_LOGIN_TIMEOUT_SECS)]
     pub login_timeout: u64,
-    /// with -Y: connections not yet logged in held at once (default: -c/8); a
-    /// new one closes the oldest of the peer holding the most
+    /// with -Y: connections not yet logged in held at once (default: -c/8, at
+    /// least 16); a new one closes the oldest of the peer holding the most
     #[arg(long = "login-conn-limit", value_name = "N")]
     pub login_conns: Option<usize>,
     /// connections one peer (a local user by uid, a remote host by IP) may
@@ -293,7 +296,8 @@ impl Config {
     pub fn crowd_limits(&self) -> daemon::CrowdLimits {
         let c = self.max_conns.max(1);
         let login = self.auth.is_some();
-        let by_default = |share: usize| if login { (c / share).max(1) } else { c };
+        // a small -c keeps room for a client's burst of parallel connects
+        let by_default = |share: usize| if login { (c / share).max(c.min(MIN_LOGIN_CONNS)) } else { c };
         daemon::CrowdLimits {
             max: c,
             per_peer: self.peer_conns.unwrap_or_else(|| by_default(PEER_CONNS_SHARE)).clamp(1, c),
