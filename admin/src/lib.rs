@@ -5,7 +5,7 @@
 //! --admin ADDR`) serves this API; `imca ctl` is its command-line face.
 //!
 //! ```text
-//!  imca ctl / curl ──HTTP/1.1──> admin::serve: server.rs (connection cap, header timeout, head size)
+//!  imca ctl / curl ──HTTP/1.1──> admin::serve: server.rs (per-uid/IP and total caps, head timeout, head size)
 //!                               │  auth.rs (changes: always the bearer token; reads: open on loopback)
 //!                               │  limits.rs (body ≤ 64 KiB, within 10 s) → axum routes (http.rs)
 //!                               │  volume::change::admit (options table, limits, probe)
@@ -27,7 +27,9 @@
 //! `imca/tests/ops_*.rs` exercise the real one.
 //!
 //! Task model: one accept task per gateway and one task per connection (at
-//! most [`limits::MAX_CONNECTIONS`]); handlers are short and call
+//! most [`limits::MAX_CONNECTIONS`], [`limits::MAX_CONNECTIONS_PER_PEER`] of
+//! one local uid or remote IP; connections with no request head in are shed
+//! first when full); handlers are short and call
 //! the backend, which does the network work (probing a cache node, rolling a
 //! new config out to the storage servers) with its own timeouts.
 

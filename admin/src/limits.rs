@@ -1,9 +1,11 @@
 //! What one client can make the admin server hold: connections, time, bytes.
 //!
 //! Without these an ordinary local user kept ~20k idle connections open on
-//! a gateway's admin port (470–620 MB, never given back). Every limit here
-//! bounds one resource a peer can hold; [`crate::serve`] uses the defaults,
-//! tests pass shorter ones to [`crate::serve_with`].
+//! a gateway's admin port (470–620 MB, never given back), and 64 trickling
+//! connections kept the operator out (503) for as long as they came. Every
+//! limit here bounds one resource a peer can hold; a peer is a local user
+//! (by uid) or a remote host (by IP): see `daemon::peer`. [`crate::serve`]
+//! uses the defaults, tests pass shorter ones to [`crate::serve_with`].
 
 use crate::backend::AdminError;
 use axum::body::Body;
@@ -16,10 +18,16 @@ use std::time::Duration;
 
 /// Connections served at once. The API's real clients are `imca ctl` (one
 /// connection per command), a Prometheus scraper and a dashboard or two.
+/// When all are taken, a newcomer sheds the oldest connection that has not
+/// sent a complete request head (`daemon::crowd`) rather than being refused.
 pub const MAX_CONNECTIONS: usize = 64;
-/// A request's head must arrive within this, and so must the next one on a
-/// kept-alive connection: an idle or slowloris connection is closed then.
-pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections one peer (a local uid, a remote IP) holds at once; its next
+/// one sheds its own oldest that has not sent a head.
+pub const MAX_CONNECTIONS_PER_PEER: usize = 16;
+/// A request's whole head (not each byte of it) must arrive within this,
+/// and so must the next one on a kept-alive connection: an idle or
+/// slowloris connection is closed then. `imca ctl` sends its head at once.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(3);
 /// Request line plus headers (hyper answers 431 beyond it).
 pub const MAX_HEADER_BYTES: usize = 16 << 10;
 /// Headers per request.
@@ -37,6 +45,7 @@ pub const MAX_CONNECTION_AGE: Duration = Duration::from_secs(600);
 #[derive(Clone, Copy, Debug)]
 pub struct ServerLimits {
     pub max_connections: usize,
+    pub max_connections_per_peer: usize,
     pub header_timeout: Duration,
     pub max_header_bytes: usize,
     pub max_headers: usize,
@@ -49,6 +58,7 @@ impl Default for ServerLimits {
     fn default() -> Self {
         ServerLimits {
             max_connections: MAX_CONNECTIONS,
+            max_connections_per_peer: MAX_CONNECTIONS_PER_PEER,
             header_timeout: HEADER_TIMEOUT,
             max_header_bytes: MAX_HEADER_BYTES,
             max_headers: MAX_HEADERS,

@@ -3,26 +3,35 @@
 //! timeout and no connection cap.
 //!
 //! ```text
-//!  accept ─┬─ slot free (semaphore) ─> task: hyper http1 conn (header timeout, head size,
-//!          │                                 age limit) ─> axum Router (auth, body limit, routes)
-//!          └─ all slots taken ─> "503 too many connections", closed at once
+//!  accept ─> who (daemon::peer: local uid or remote IP) ─> crowd (daemon::crowd):
+//!     ├─ admitted (maybe shedding the oldest connection with no request head in,
+//!     │            of the peer holding the most) ─> task: hyper http1 conn
+//!     │            (whole-head timeout, head size, age limit) ─> axum Router (auth, body limit, routes)
+//!     └─ every connection of the peer, or of the server, is mid-request ─> "503 too many connections", closed
 //! ```
 //!
+//! A connection counts as unsettled (sheddable) from its accept until its
+//! request head is in, and again from its reply until its next head: what
+//! an idle or trickling connection holds, a real client's next connection
+//! can take. One local user's flood sheds its own connections (per-uid
+//! cap), so the operator's `imca ctl` is served however many come and go.
 //! Refusing at once rather than leaving connections in the listen backlog
-//! keeps the kernel's queue empty and tells a real client why; the slots
-//! come back as the header timeout closes idle connections. HTTP/2 is not
-//! served: the API's clients speak HTTP/1.1, and it is one less parser
+//! keeps the kernel's queue empty and tells a real client why. HTTP/2 is
+//! not served: the API's clients speak HTTP/1.1, and it is one less parser
 //! facing the network.
 
 use crate::limits::ServerLimits;
 use axum::Router;
+use daemon::{Crowd, CrowdLimits, Peer, Ticket};
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{mpsc, watch};
 
 /// What a connection over the cap reads before it is closed.
 const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n\
@@ -41,9 +50,16 @@ pub(crate) async fn run(
     limits: ServerLimits,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let crowd = Crowd::new(CrowdLimits {
+        max: limits.max_connections,
+        per_peer: limits.max_connections_per_peer,
+        max_unsettled: limits.max_connections,
+    });
     let (stop_tx, stop_rx) = watch::channel(false);
+    // every connection task holds a clone: `recv` is None once all have ended
+    let (running, mut all_ended) = mpsc::channel::<()>(1);
     let mut refused = RefusalLog::default();
+    let local = listener.local_addr()?;
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -57,17 +73,23 @@ pub(crate) async fn run(
                 }
             },
         };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            // One non-blocking write into an empty socket buffer; then closed.
-            let _ = stream.try_write(BUSY);
-            refused.note(peer, limits.max_connections);
-            continue;
+        let who = daemon::peer::identify(stream.local_addr().unwrap_or(local), peer);
+        let ticket = match crowd.admit(who) {
+            Ok(t) => Arc::new(t),
+            Err(why) => {
+                // One non-blocking write into an empty socket buffer; then closed.
+                let _ = stream.try_write(BUSY);
+                refused.note(who, why, &limits);
+                continue;
+            }
         };
         let _ = stream.set_nodelay(true);
-        let conn = connection(limits, TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+        let svc = Settling { inner: TowerToHyperService::new(app.clone()), ticket: ticket.clone() };
+        let conn = connection(limits, TokioIo::new(stream), svc);
         let mut stop = stop_rx.clone();
+        let running = running.clone();
         tokio::spawn(async move {
-            let _slot = slot;
+            let _running = running;
             tokio::pin!(conn);
             // At shutdown or past its age a connection finishes the request
             // in hand (graceful), then gets DRAIN more before it is dropped.
@@ -81,6 +103,11 @@ pub(crate) async fn run(
                         if let Err(e) = r {
                             tracing::debug!(%peer, error = %e, "admin API connection ended");
                         }
+                        return;
+                    }
+                    // with no request in hand: dropping it cuts nothing
+                    _ = ticket.shed() => {
+                        tracing::debug!(%peer, %who, "admin API connection shed: no request head, and its place was wanted");
                         return;
                     }
                     _ = stop.wait_for(|s| *s), if !stopping => {}
@@ -99,11 +126,41 @@ pub(crate) async fn run(
     }
     drop(listener);
     let _ = stop_tx.send(true);
-    let _ = tokio::time::timeout(DRAIN, slots.acquire_many(limits.max_connections as u32)).await;
+    drop(running);
+    let _ = tokio::time::timeout(DRAIN, all_ended.recv()).await;
     Ok(())
 }
 
-type Service = TowerToHyperService<Router>;
+/// The router, telling the crowd when a connection has a request in hand
+/// (settled: never shed) and when it is back to waiting for a head.
+struct Settling {
+    inner: TowerToHyperService<Router>,
+    ticket: Arc<Ticket>,
+}
+
+type Inner = TowerToHyperService<Router>;
+type Req = hyper::Request<Incoming>;
+
+impl hyper::service::Service<Req> for Settling {
+    type Response = <Inner as hyper::service::Service<Req>>::Response;
+    type Error = <Inner as hyper::service::Service<Req>>::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn call(&self, req: Req) -> Self::Future {
+        self.ticket.settle();
+        let reply = self.inner.call(req);
+        let ticket = self.ticket.clone();
+        Box::pin(async move {
+            let r = reply.await;
+            // the reply's body is in memory and goes out now; the
+            // connection is the newest waiter, so the last to be shed
+            ticket.unsettle();
+            r
+        })
+    }
+}
+
+type Service = Settling;
 
 /// One HTTP/1.1 connection under `limits`.
 fn connection(
@@ -132,11 +189,15 @@ struct RefusalLog {
 impl RefusalLog {
     const EVERY: Duration = Duration::from_secs(10);
 
-    fn note(&mut self, peer: std::net::SocketAddr, cap: usize) {
+    fn note(&mut self, peer: Peer, why: daemon::Refused, limits: &ServerLimits) {
         self.count += 1;
         if self.since.is_none_or(|t| t.elapsed() >= Self::EVERY) {
+            let (cap, whose) = match why {
+                daemon::Refused::PeerFull => (limits.max_connections_per_peer, "this peer's"),
+                daemon::Refused::Full => (limits.max_connections, "the server's"),
+            };
             tracing::warn!(%peer, refused = self.count, cap,
-                "admin API: connection cap reached; refusing new connections until some close");
+                "admin API: {whose} connection cap reached with every connection mid-request; refusing new ones until some end");
             self.since = Some(Instant::now());
             self.count = 0;
         }

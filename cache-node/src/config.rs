@@ -15,6 +15,17 @@ pub const DEFAULT_MEMORY_MB: usize = 64;
 pub const DEFAULT_MAX_CONNS: usize = 1024;
 pub const DEFAULT_THREADS: usize = 4;
 pub const DEFAULT_ITEM_MAX: usize = 1 << 20;
+/// With `-Y`: seconds a connection has to log in before it is closed. A
+/// gateway logs in with its first bytes; an idle socket holds no slot past it.
+pub const DEFAULT_LOGIN_TIMEOUT_SECS: u64 = 5;
+/// With `-Y`: connections not yet logged in hold at most `-c` / this; over
+/// it the oldest of the peer holding the most is closed (`admission.rs`).
+pub const LOGIN_CONNS_SHARE: usize = 8;
+/// With `-Y`, the shares above are never below this (or `-c` itself): a
+/// client opening its pool in parallel must not shed its own connections.
+pub const MIN_LOGIN_CONNS: usize = 16;
+/// With `-Y`: one peer (a local uid, a remote IP) holds at most `-c` / this.
+pub const PEER_CONNS_SHARE: usize = 2;
 /// What memcached reports as its version (clients parse it); ours is appended in `stats`.
 pub const VERSION: &str = "1.6.18";
 
@@ -85,6 +96,17 @@ pub struct Args {
     /// the -Y login line
     #[arg(short = 'S', long = "enable-sasl")]
     pub sasl: bool,
+    /// with -Y: close a connection that has not logged in within this many seconds
+    #[arg(long = "login-timeout", value_name = "SECS", default_value_t = DEFAULT_LOGIN_TIMEOUT_SECS)]
+    pub login_timeout: u64,
+    /// with -Y: connections not yet logged in held at once (default: -c/8, at
+    /// least 16); a new one closes the oldest of the peer holding the most
+    #[arg(long = "login-conn-limit", value_name = "N")]
+    pub login_conns: Option<usize>,
+    /// connections one peer (a local user by uid, a remote host by IP) may
+    /// hold (default: -c/2 with -Y; without -Y no such limit, as memcached)
+    #[arg(long = "peer-conn-limit", value_name = "N")]
+    pub peer_conns: Option<usize>,
     /// UNIX socket to listen on, instead of TCP (as memcached: `-s`
     /// disables network support); a stale socket file left by a dead node
     /// is replaced, a live node's is not
@@ -213,6 +235,12 @@ pub struct Config {
     pub auth: Option<Arc<Users>>,
     /// `-S`: binary connections log in with SASL PLAIN (against `auth`)
     pub sasl: bool,
+    /// with `-Y`: how long a connection has to log in
+    pub login_timeout: std::time::Duration,
+    /// with `-Y`: connections not yet logged in held at once (`None`: -c / [`LOGIN_CONNS_SHARE`])
+    pub login_conns: Option<usize>,
+    /// connections of one peer (`None`: -c / [`PEER_CONNS_SHARE`] with `-Y`, else no limit)
+    pub peer_conns: Option<usize>,
     /// `-F`: flush_all refused
     pub flush_enabled: bool,
     /// `-M` turns them off: a store that does not fit is refused
@@ -248,6 +276,9 @@ impl Default for Config {
             rdma_on_listen: false,
             auth: None,
             sasl: false,
+            login_timeout: std::time::Duration::from_secs(DEFAULT_LOGIN_TIMEOUT_SECS),
+            login_conns: None,
+            peer_conns: None,
             flush_enabled: true,
             evictions: true,
             shutdown_enabled: false,
@@ -265,6 +296,21 @@ impl Config {
     /// A node on 127.0.0.1 with a free port, for tests.
     pub fn local() -> Config {
         Config { listen: "127.0.0.1:0".into(), ..Config::default() }
+    }
+
+    /// The connection caps the acceptor keeps (`admission.rs`): without
+    /// `-Y`, memcached's `-c` (and a per-peer cap only if asked for); with
+    /// it, also a per-peer cap and a cap on connections not yet logged in.
+    pub fn crowd_limits(&self) -> daemon::CrowdLimits {
+        let c = self.max_conns.max(1);
+        let login = self.auth.is_some();
+        // a small -c keeps room for a client's burst of parallel connects
+        let by_default = |share: usize| if login { (c / share).max(c.min(MIN_LOGIN_CONNS)) } else { c };
+        daemon::CrowdLimits {
+            max: c,
+            per_peer: self.peer_conns.unwrap_or_else(|| by_default(PEER_CONNS_SHARE)).clamp(1, c),
+            max_unsettled: if login { self.login_conns.unwrap_or_else(|| by_default(LOGIN_CONNS_SHARE)).clamp(1, c) } else { c },
+        }
     }
 
     /// The largest value accepted: the item limit minus memcached's item
@@ -324,6 +370,9 @@ impl TryFrom<&Args> for Config {
             rdma_on_listen,
             auth: a.auth_file.as_deref().map(Users::load).transpose()?.map(Arc::new),
             sasl: a.sasl,
+            login_timeout: std::time::Duration::from_secs(a.login_timeout.max(1)),
+            login_conns: a.login_conns,
+            peer_conns: a.peer_conns,
             flush_enabled: !a.disable_flush_all,
             evictions: !a.disable_evictions,
             shutdown_enabled: a.enable_shutdown,

@@ -58,6 +58,7 @@
 //!   // a partial request stays in `input`; append more bytes and call again
 //!   ```
 
+mod admission;
 mod clock;
 pub mod auth;
 pub mod compat;

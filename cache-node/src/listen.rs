@@ -40,7 +40,7 @@ impl Listener {
     pub async fn bind(config: &Config) -> anyhow::Result<Listener> {
         match &config.unix_socket {
             Some(path) => Ok(Listener::Unix(bind_unix(path, config.unix_mask)?, path.clone())),
-            None => match TcpListener::bind(&config.listen).await {
+            None => match bind_tcp(&config.listen).await {
                 Ok(l) => Ok(Listener::Tcp(l)),
                 // memcached's words (it was given -l; without, it names the port)
                 Err(e) => {
@@ -73,6 +73,29 @@ impl Listener {
             Listener::Unix(l, _) => l.as_raw_fd(),
         }
     }
+}
+
+/// memcached's default listen backlog (`-b`). The OS's usual 128 fills
+/// within a millisecond of a connection flood, and a real client's SYN is
+/// then dropped and retried a second later; 1024 absorbs a flood while the
+/// acceptor sheds it (`admission.rs`).
+const BACKLOG: u32 = 1024;
+
+async fn bind_tcp(listen: &str) -> io::Result<TcpListener> {
+    let mut last = None;
+    for addr in tokio::net::lookup_host(listen).await? {
+        let s = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+        s.set_reuseaddr(true)?;
+        if let Err(e) = s.bind(addr) {
+            last = Some(e);
+            continue;
+        }
+        match s.listen(BACKLOG) {
+            Ok(l) => return Ok(l),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("{listen}: no address to listen on"))))
 }
 
 fn bind_unix(path: &Path, mask: u32) -> Result<UnixListener, OsErr> {

@@ -21,6 +21,7 @@ pub struct Metrics {
     limit: IntGauge,
     connections: IntGauge,
     connections_total: IntCounter,
+    rejected: IntCounterVec,
 }
 
 /// (op, result, counter)
@@ -71,8 +72,17 @@ impl Metrics {
         registry.register(Box::new(bytes.clone()))?;
         registry.register(Box::new(limit.clone()))?;
         registry.register(Box::new(connections.clone()))?;
+        let rejected = IntCounterVec::new(
+            Opts::new(
+                "imca_cache_node_connections_rejected_total",
+                "connections refused (reason conn_limit: -c; peer_limit: one uid's or IP's cap) or closed before \
+                 logging in with -Y (login_shed: to make room; login_timeout: past --login-timeout)",
+            ),
+            &["reason"],
+        )?;
         registry.register(Box::new(connections_total.clone()))?;
-        Ok(Metrics { latency, ops, evictions, items, bytes, limit, connections, connections_total })
+        registry.register(Box::new(rejected.clone()))?;
+        Ok(Metrics { latency, ops, evictions, items, bytes, limit, connections, connections_total, rejected })
     }
 
     /// Brings every metric up to date with the node (before each scrape).
@@ -84,6 +94,15 @@ impl Metrics {
         }
         up(&self.evictions, node.store.hot.evictions.load(Relaxed));
         up(&self.connections_total, node.stats.total_connections.load(Relaxed));
+        let crowd = &node.crowd.counts;
+        for (reason, n) in [
+            ("conn_limit", &crowd.refused_full),
+            ("peer_limit", &crowd.refused_peer),
+            ("login_shed", &crowd.shed),
+            ("login_timeout", &crowd.reaped),
+        ] {
+            up(&self.rejected.with_label_values(&[reason]), n.load(Relaxed));
+        }
         self.items.set(node.store.items() as i64);
         self.bytes.set(node.store.bytes() as i64);
         self.limit.set(node.store.limit() as i64);

@@ -22,6 +22,9 @@ pub struct Node {
     pub shutdown: tokio::sync::Notify,
     /// the open connections, for `stats conns`
     pub conns: crate::conns::Table,
+    /// who holds the `-c` slots, by peer; what was refused, shed or timed
+    /// out before logging in (`admission.rs`)
+    pub crowd: std::sync::Arc<daemon::Crowd>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -49,7 +52,9 @@ impl Node {
         if !config.lru_maintainer {
             store = store.without_maintainer();
         }
+        let crowd = daemon::Crowd::new(config.crowd_limits());
         Node {
+            crowd,
             store: if config.evictions { store } else { store.without_evictions() },
             stats: Stats::default(),
             metrics: None,

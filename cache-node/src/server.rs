@@ -5,6 +5,12 @@
 //! thread for its whole life, so serving a request never needs a cross-thread
 //! wake-up; a slow or stuck peer only ever blocks its own task.
 //!
+//! Admission (`admission.rs`): the acceptor admits each connection through
+//! the node's crowd (`-c`, per-peer and, with `-Y`, not-logged-in caps);
+//! a connection not logged in is closed when shed or past the login
+//! timeout (the acceptor's reaper), so idle sockets never hold the slots
+//! the volume's gateways need.
+//!
 //! Shutdown: the acceptor, each worker thread and each connection hold a
 //! `daemon::Shutdown` token; on the stop broadcast the acceptor stops,
 //! connections finish the batch they are in, and the acceptor tells the
@@ -24,7 +30,8 @@ use bytes::BytesMut;
 use daemon::Shutdown;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use daemon::Ticket;
+use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::conns::{Conn, State};
@@ -41,9 +48,9 @@ const KEEP_OUT: usize = 256 * 1024;
 /// How long shutdown waits for connections to finish their current batch.
 const DRAIN: Duration = Duration::from_secs(5);
 
-/// A connection for a worker, with its `-c` permit and its count on the
-/// worker (both given back when the connection ends).
-type NewConn = (Accepted, OwnedSemaphorePermit, Live);
+/// A connection for a worker, with its place in the node's crowd (its `-c`
+/// slot) and its count on the worker (both given back when it ends).
+type NewConn = (Accepted, Ticket, Live);
 
 /// Starts a worker thread; it finishes (and drops `done`) after shutdown
 /// once its connections have drained, or once `cut` says the drain is
@@ -65,16 +72,16 @@ fn worker(
             loop {
                 tokio::select! {
                     c = rx.recv() => match c {
-                        Some((s, permit, live)) => {
+                        Some((s, ticket, live)) => {
                             let node = node.clone();
                             let rx = shutdown.clone();
                             let listen_name = listen_name.clone();
                             conns.spawn(async move {
-                                if let Err(e) = start_connection(s, &node, rx, &listen_name).await {
+                                if let Err(e) = start_connection(s, &node, rx, &listen_name, &ticket).await {
                                     tracing::debug!("connection: {e}");
                                 }
                                 node.stats.curr_connections.fetch_sub(1, Ordering::Relaxed);
-                                drop((permit, live));
+                                drop((ticket, live));
                             });
                         }
                         None => break,
@@ -98,7 +105,13 @@ fn worker(
 /// Accept until `shutdown`, dealing connections to the worker threads; returns
 /// once the workers have drained.
 pub async fn serve(listener: Listener, node: Arc<Node>, mut shutdown: Shutdown) {
-    let limit = Arc::new(Semaphore::new(node.config.max_conns));
+    // with -Y: connections past the login timeout are closed from here
+    let login_timeout = node.config.auth.as_ref().map(|_| node.config.login_timeout);
+    let mut reaper = tokio::time::interval(crate::admission::reap_every(node.config.login_timeout));
+    reaper.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut watchful = crate::admission::Watchful::default();
+    let limits = node.crowd.limits();
+    let by_peer = login_timeout.is_some() || limits.per_peer < limits.max;
     let mut workers = Vec::new();
     // every worker holds a `done` sender: `recv` is `None` once all have ended
     let (done, mut all_done) = mpsc::channel::<()>(1);
@@ -118,6 +131,11 @@ pub async fn serve(listener: Listener, node: Arc<Node>, mut shutdown: Shutdown) 
         let accepted = tokio::select! {
             r = listener.accept() => r,
             _ = shutdown.recv() => break,
+            _ = reaper.tick(), if login_timeout.is_some() => {
+                node.crowd.reap(node.config.login_timeout);
+                watchful.check(&node.crowd);
+                continue;
+            }
         };
         let stream = match accepted {
             Ok(x) => x,
@@ -128,8 +146,10 @@ pub async fn serve(listener: Listener, node: Arc<Node>, mut shutdown: Shutdown) 
                 continue;
             }
         };
-        let Ok(permit) = limit.clone().try_acquire_owned() else {
-            // memcached's answer when -c is reached.
+        // without -Y and --peer-conn-limit every peer is one (no lookup)
+        let peer = if by_peer { crate::admission::peer_of(&stream) } else { daemon::Peer::Uid(u32::MAX) };
+        let Ok(ticket) = node.crowd.admit(peer) else {
+            // memcached's answer when -c is reached (here also the peer's cap).
             node.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
             tokio::spawn(async move {
                 let _ = match stream {
@@ -139,6 +159,10 @@ pub async fn serve(listener: Listener, node: Arc<Node>, mut shutdown: Shutdown) 
             });
             continue;
         };
+        if login_timeout.is_none() {
+            // nothing to prove without -Y: never shed, as memcached
+            ticket.settle();
+        }
         node.stats.curr_connections.fetch_add(1, Ordering::Relaxed);
         node.stats.total_connections.fetch_add(1, Ordering::Relaxed);
         if workers.is_empty() {
@@ -150,7 +174,7 @@ pub async fn serve(listener: Listener, node: Arc<Node>, mut shutdown: Shutdown) 
         };
         let live = place.deal(cpu);
         let w = live.worker;
-        if let Err(mpsc::error::SendError(c)) = workers[w].send((stream, permit, live)) {
+        if let Err(mpsc::error::SendError(c)) = workers[w].send((stream, ticket, live)) {
             node.stats.curr_connections.fetch_sub(1, Ordering::Relaxed);
             drop(c);
         }
@@ -169,19 +193,25 @@ async fn refuse<S: AsyncWrite + Unpin>(s: std::io::Result<S>) -> std::io::Result
 }
 
 /// Takes an accepted socket onto this worker's runtime and serves it.
-async fn start_connection(s: Accepted, node: &Arc<Node>, shutdown: Shutdown, listen_name: &str) -> std::io::Result<()> {
+async fn start_connection(
+    s: Accepted,
+    node: &Arc<Node>,
+    shutdown: Shutdown,
+    listen_name: &str,
+    ticket: &Ticket,
+) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
     match s {
         Accepted::Tcp(s) => {
             let stream = TcpStream::from_std(s)?;
             stream.set_nodelay(true)?;
             let (fd, peer) = (stream.as_raw_fd(), stream.peer_addr().ok());
-            serve_listed(stream, fd, peer, node, shutdown, listen_name).await
+            serve_listed(stream, fd, peer, node, shutdown, listen_name, ticket).await
         }
         Accepted::Unix(s) => {
             let stream = UnixStream::from_std(s)?;
             let fd = stream.as_raw_fd();
-            serve_listed(stream, fd, None, node, shutdown, listen_name).await
+            serve_listed(stream, fd, None, node, shutdown, listen_name, ticket).await
         }
     }
 }
@@ -195,6 +225,7 @@ async fn serve_listed<S>(
     node: &Arc<Node>,
     shutdown: Shutdown,
     listen_name: &str,
+    ticket: &Ticket,
 ) -> std::io::Result<()>
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -206,12 +237,13 @@ where
     if log.on(watch::CONNEVENTS) {
         watch::log_conn(log, peer, None, fd);
     }
-    let r = connection(stream, node.clone(), shutdown, conn).await;
+    let r = connection(stream, node.clone(), shutdown, conn, ticket).await;
     node.conns.close(fd);
     if log.on(watch::CONNEVENTS) {
         let reason = match &r {
             Ok(Ended::Normal) => "normal",
             Ok(Ended::Shutdown) => "shutdown",
+            Ok(Ended::NotLoggedIn) => "idle_timeout",
             Err(_) => "error",
         };
         watch::log_conn(log, peer, Some(reason), fd);
@@ -225,9 +257,18 @@ enum Ended {
     Normal,
     /// the node is stopping
     Shutdown,
+    /// with -Y: shed, or past the login timeout, before logging in
+    /// (memcached's nearest close reason is `idle_timeout`)
+    NotLoggedIn,
 }
 
-async fn connection<S>(mut stream: S, node: Arc<Node>, mut shutdown: Shutdown, conn: Arc<Conn>) -> std::io::Result<Ended>
+async fn connection<S>(
+    mut stream: S,
+    node: Arc<Node>,
+    mut shutdown: Shutdown,
+    conn: Arc<Conn>,
+    ticket: &Ticket,
+) -> std::io::Result<Ended>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -239,6 +280,8 @@ where
     // read (registering with the broadcast each time) showed in profiles.
     let stop = shutdown.stopped();
     tokio::pin!(stop);
+    // with -Y, until the login: the crowd may shed this connection
+    let mut settled = session.logged_in();
     loop {
         if input.capacity() - input.len() < 1024 {
             input.reserve(READ_BUF);
@@ -247,6 +290,7 @@ where
             biased;
             r = stream.read_buf(&mut input) => r?,
             _ = &mut stop => return Ok(Ended::Shutdown),
+            _ = ticket.shed(), if !settled => return Ok(Ended::NotLoggedIn),
         };
         if n == 0 {
             return Ok(Ended::Normal);
@@ -268,6 +312,13 @@ where
                 let r = stream_watch(&mut stream, &w, &mut shutdown).await;
                 node.store.log.remove(&w);
                 return r;
+            }
+            if !settled && session.logged_in() {
+                // shed in the instant before: it holds no slot any more
+                if !ticket.settle() {
+                    return Ok(Ended::NotLoggedIn);
+                }
+                settled = true;
             }
             if progress == Progress::Close {
                 let _ = stream.shutdown().await;

@@ -110,6 +110,11 @@ impl Session {
         self.watcher.take()
     }
 
+    /// False until the connection has logged in (always true without `-Y`).
+    pub fn logged_in(&self) -> bool {
+        self.login == Login::Done
+    }
+
     /// True when `input` (what the last `process` left) holds a request
     /// whose line or header arrived but whose data has not: memcached's
     /// `conn_nread`, for `stats conns`.

@@ -40,6 +40,12 @@ fn general(n: &Node) -> List {
     p("curr_connections", s.curr_connections.load(Ordering::Relaxed).to_string());
     p("total_connections", s.total_connections.load(Ordering::Relaxed).to_string());
     p("rejected_connections", s.rejected_connections.load(Ordering::Relaxed).to_string());
+    if n.config.auth.is_some() {
+        // ours, with -Y only: connections closed before logging in
+        // (`admission.rs`), to make room or past --login-timeout
+        p("login_shed_connections", n.crowd.counts.shed.load(Ordering::Relaxed).to_string());
+        p("login_timeouts", n.crowd.counts.reaped.load(Ordering::Relaxed).to_string());
+    }
     for c in C::ALL {
         if !c.name().starts_with("imca_") && c != C::BytesRead && c != C::BytesWritten {
             p(c.name(), s.get(c).to_string());

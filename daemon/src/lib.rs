@@ -28,6 +28,10 @@
 //! - [`serve_metrics`] / [`spawn_metrics`]: `GET /metrics` in Prometheus'
 //!   text format from one `prometheus::Registry`, with a refresh hook run
 //!   before each scrape (for gauges read from elsewhere, like open fds).
+//! - [`peer`] / [`crowd`]: who is at the other end of a TCP connection (a
+//!   local uid, or a remote IP), and per-peer connection caps that shed
+//!   connections not yet proven (no request head, no login) before refusing
+//!   a newcomer; the admin API and the cache node's acceptor use them.
 //!
 //! ## One registry per daemon
 //!
@@ -38,12 +42,16 @@
 //! and each `/metrics` shows its own daemon only.
 
 mod credentials;
+pub mod crowd;
 mod metrics;
+pub mod peer;
 mod ready;
 mod shutdown;
 mod signals;
 
 pub use credentials::Credentials;
+pub use crowd::{Crowd, CrowdLimits, Refused, Ticket};
+pub use peer::Peer;
 pub use metrics::{metrics_url, render, serve_metrics, spawn_metrics};
 pub use ready::write_ready_file;
 pub use shutdown::{Drain, Shutdown};

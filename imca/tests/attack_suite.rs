@@ -142,6 +142,56 @@ fn tls_and_an_allow_list_serve_a_real_mount() {
 }
 
 /// `getxattr` of a path, as text.
+/// Issue 32: 64 trickling connections from any local user made a
+/// gateway's admin API answer 503 to everyone, the token holder included,
+/// for as long as they came. Now they hold that user's share only.
+#[test]
+fn trickling_connections_to_the_admin_api_never_keep_the_token_holder_out() {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    common::require_tool("python3", "python3");
+    let c = ClusterSpec::new().storage(1).gateways(1).gateway_arg("--admin").gateway_arg("127.0.0.1:0").start();
+    let url = c.gateways[0].admin_url().expect("admin URL");
+    let addr = url.trim_start_matches("http://").to_string();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../admin/tests/attack/trickle.py");
+    let mut attacker = Command::new("python3")
+        .arg("-c")
+        .arg(std::fs::read_to_string(script).unwrap())
+        .arg(&addr)
+        .arg("100")
+        .uid(ATTACKER)
+        .gid(ATTACKER)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(attacker.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    let admin = c.gateways[0].admin();
+    let cfg: serde_json::Value = admin.get("/api/v1/config").unwrap();
+    let change = serde_json::json!({ "timeout_ms": cfg["timeout_ms"] }).to_string();
+    let t0 = Instant::now();
+    let mut slowest = Duration::ZERO;
+    while t0.elapsed() < admin::limits::HEADER_TIMEOUT + Duration::from_secs(1) {
+        let t = Instant::now();
+        let r = admin.request("GET", "/api/v1/status", None).unwrap();
+        assert_eq!(r.status, 200, "status refused while uid {ATTACKER} trickled: {}", r.text());
+        let r = admin.request("PUT", "/api/v1/config", Some(change.as_bytes())).unwrap();
+        assert_eq!(r.status, 200, "a change refused while uid {ATTACKER} trickled: {}", r.text());
+        slowest = slowest.max(t.elapsed());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(attacker.stdin.take());
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    let _ = attacker.wait();
+    println!("token holder's slowest status+change {slowest:?}; the attacker: {line}");
+    assert!(slowest < Duration::from_secs(2), "the token holder waited {slowest:?}");
+}
+
 fn xattr(path: &std::path::Path, name: &str) -> String {
     let p = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
     let n = std::ffi::CString::new(name).unwrap();

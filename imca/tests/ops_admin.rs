@@ -473,7 +473,13 @@ fn a_local_user_can_neither_change_nor_exhaust_the_admin_api() {
     let flooded = t0.elapsed();
     // Answered after the flood: the gateway has accepted all of it (FIFO).
     let r = Client::new(&url, None).unwrap().request("GET", "/healthz", None).unwrap();
-    let held = still_open(&idle);
+    // Shed connections close as their tasks run: poll for the cap to show.
+    let mut held = still_open(&idle);
+    let t = Instant::now();
+    while held > admin::limits::MAX_CONNECTIONS && t.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(20));
+        held = still_open(&idle);
+    }
     let during = rss_mib(pid);
     println!("{FLOOD} idle connections in {flooded:?}; then a request got {}; held open: {held}", r.status);
     assert!(held <= admin::limits::MAX_CONNECTIONS, "{held} held, cap {}", admin::limits::MAX_CONNECTIONS);
@@ -486,7 +492,8 @@ fn a_local_user_can_neither_change_nor_exhaust_the_admin_api() {
     let all_closed = t0.elapsed();
     drop(idle);
     let cut = slowloris.join().unwrap().expect("the slowloris head was never cut");
-    assert!(cut >= admin::limits::HEADER_TIMEOUT - Duration::from_secs(1), "slowloris cut after only {cut:?}");
+    // cut by the header timeout, or sooner: shed for the flood's newcomers
+    assert!(cut <= admin::limits::HEADER_TIMEOUT + Duration::from_secs(1), "slowloris cut after {cut:?}");
     // Memory given back: what the connections took is freed once they are closed.
     let t = Instant::now();
     let mut after_mib = rss_mib(pid);
@@ -495,7 +502,7 @@ fn a_local_user_can_neither_change_nor_exhaust_the_admin_api() {
         after_mib = rss_mib(pid);
     }
     println!(
-        "{refused} refused with 503 at once, the rest closed by the header timeout: all closed after {all_closed:?}; \
+        "{refused} refused with 503 at once, the rest shed or closed by the header timeout: all closed after {all_closed:?}; \
          slowloris cut after {cut:?}; gateway RSS {base:.1} MiB before, {during:.1} during, {after_mib:.1} after"
     );
     assert!(during - base < 32.0, "the flood took {:.1} MiB", during - base);
