@@ -154,6 +154,10 @@ impl AdminBackend for GatewayAdmin {
         let servers = futures::future::join_all(self.servers.clients.iter().zip(&self.servers.addrs).map(
             |(c, addr)| async move {
                 let t0 = Instant::now();
+                if let Some(down) = c.down_for() {
+                    let error = format!("marked down {:.1} s ago (missed its deadline); calls fail at once until a probe gets an answer", down.as_secs_f64());
+                    return ServerStatus { addr: addr.clone(), healthy: false, error: Some(error), ..Default::default() };
+                }
                 match bounded(c.fetch_volume_config()).await {
                     Ok(cfg) => ServerStatus {
                         addr: addr.clone(),

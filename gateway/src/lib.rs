@@ -168,11 +168,13 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
     }
     // Who this gateway is to the servers (their callbacks skip the asker).
     let session = rand::random::<u64>().max(1);
-    let clients = storage::connect(&args.storage_servers, timeout, rdma, rpc_key, tls, session).await?;
+    let health = protocol_client::HealthMetrics::new();
+    let clients = storage::connect(&args.storage_servers, timeout, rdma, rpc_key, tls, session, health.clone()).await?;
     let leaves = clients.iter().map(|c| c.clone() as xlator::Next).collect();
 
     // One registry for everything this gateway runs (see the daemon crate).
     let registry = prometheus::Registry::new();
+    health.register(&registry)?;
     // CMCache's bank (built from the volume config) reaches the cache nodes over RDMA too.
     let bank = args.cache.apply(cache_bank::BankOptions {
         rdma,

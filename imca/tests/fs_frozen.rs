@@ -1,0 +1,95 @@
+//! A storage server frozen (SIGSTOP) under a gateway with `--timeout 2`:
+//! no operation waits longer than the timeout, the server is marked down
+//! (its calls fail at once) while it stays frozen, and a background probe
+//! brings it back once it resumes. Issue 32, finding 3: an operation once
+//! hung twice the timeout, and one in every ~10 s waited the full timeout
+//! again while the server stayed frozen.
+
+mod common;
+
+use common::*;
+use std::fs;
+use std::time::{Duration, Instant};
+
+/// `--timeout`: one deadline per operation.
+const TIMEOUT: f64 = 2.0;
+/// What an operation may take at most: the timeout and slack for a loaded
+/// machine, never a second timeout.
+const BOUND: Duration = Duration::from_secs(3);
+/// How long the server stays frozen while operations run.
+const FROZEN_FOR: Duration = Duration::from_secs(10);
+
+/// Every unit of a 1 MiB file: both servers hold part of it.
+fn data() -> Vec<u8> {
+    (0..1u32 << 20).map(|i| (i * 7 % 251) as u8).collect()
+}
+
+/// Run `op`; it must return (ok or EIO) within [`BOUND`]. Ok or not.
+#[track_caller]
+fn timed<T>(what: &str, op: impl FnOnce() -> std::io::Result<T>) -> bool {
+    let start = Instant::now();
+    let r = op();
+    let took = start.elapsed();
+    if let Err(e) = &r {
+        assert_eq!(e.raw_os_error(), Some(libc::EIO), "{what}: expected ok or EIO, got {e}");
+    }
+    assert!(took < BOUND, "{what} took {took:?} (bound {BOUND:?}, --timeout {TIMEOUT} s; {})", if r.is_ok() { "ok" } else { "EIO" });
+    r.is_ok()
+}
+
+fn up_gauges(c: &Cluster) -> Vec<String> {
+    let url = c.gateways[0].daemon.metrics_url().expect("the gateway serves metrics");
+    http_get(&url).lines().filter(|l| l.starts_with("imca_gateway_storage_server_up{")).map(String::from).collect()
+}
+
+#[test]
+fn no_operation_waits_past_the_timeout_while_a_server_is_frozen() {
+    let c = ClusterSpec::new().timeout(TIMEOUT).start();
+    fs::write(c.path("before"), data()).unwrap();
+    fs::create_dir(c.path("d")).unwrap();
+    for i in 0..8 {
+        fs::write(c.path(&format!("d/old{i}")), format!("old {i}")).unwrap();
+    }
+
+    c.storage[1].signal(libc::SIGSTOP);
+    let frozen = Instant::now();
+    let (mut ops, mut failed) = (0, 0);
+    let mut i = 0;
+    while frozen.elapsed() < FROZEN_FOR {
+        let name = format!("d/new{i}");
+        let results = [
+            timed("stat", || fs::metadata(c.path("before"))),
+            timed("read", || fs::read(c.path("before"))),
+            timed("create+write", || fs::write(c.path(&name), b"new")),
+            timed("create", || fs::File::create(c.path(&format!("d/empty{i}")))),
+            timed("readdir", || fs::read_dir(c.path("d")).and_then(|d| d.collect::<Result<Vec<_>, _>>())),
+            timed("stat of an old file", || fs::metadata(c.path(&format!("d/old{}", i % 8)))),
+            timed("overwrite", || fs::write(c.path(&format!("d/old{}", i % 8)), format!("old {}", i % 8))),
+        ];
+        ops += results.len();
+        failed += results.iter().filter(|ok| !**ok).count();
+        i += 1;
+    }
+    assert!(failed > 0, "{ops} operations with a server frozen and none failed: was it frozen?");
+    let gauges = up_gauges(&c);
+    assert!(gauges.iter().any(|l| l.ends_with(" 0")), "the frozen server is marked down: {gauges:?}");
+
+    c.storage[1].signal(libc::SIGCONT);
+    // The probe finds it back: the volume works again, within a bound.
+    let resumed = Instant::now();
+    loop {
+        let ok = fs::write(c.path("after"), b"after").is_ok() && fs::read(c.path("before")).is_ok_and(|d| d == data());
+        if ok {
+            break;
+        }
+        assert!(resumed.elapsed() < Duration::from_secs(15), "the volume still fails {:?} after SIGCONT", resumed.elapsed());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(up_gauges(&c).iter().all(|l| l.ends_with(" 1")), "used again: {:?}", up_gauges(&c));
+    // What was written before the freeze is intact.
+    assert_eq!(fs::read(c.path("before")).unwrap(), data());
+    for i in 0..8 {
+        assert_eq!(fs::read_to_string(c.path(&format!("d/old{i}"))).unwrap(), format!("old {i}"));
+    }
+    assert_eq!(fs::read(c.path("after")).unwrap(), b"after");
+}
