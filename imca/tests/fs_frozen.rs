@@ -4,11 +4,17 @@
 //! brings it back once it resumes. Issue 32, finding 3: an operation once
 //! hung twice the timeout, and one in every ~10 s waited the full timeout
 //! again while the server stayed frozen.
+//!
+//! The authority (server 0) frozen for longer than the config lease: the
+//! gateway bypasses its bank, and says so when it starts and when it ends,
+//! in its log, its metrics and `imca ctl status` (finding 5: the bank was
+//! switched off, silently).
 
 mod common;
 
 use common::*;
 use std::fs;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// `--timeout`: one deadline per operation.
@@ -92,4 +98,58 @@ fn no_operation_waits_past_the_timeout_while_a_server_is_frozen() {
         assert_eq!(fs::read_to_string(c.path(&format!("d/old{i}"))).unwrap(), format!("old {i}"));
     }
     assert_eq!(fs::read(c.path("after")).unwrap(), b"after");
+}
+
+/// The value of the unlabelled metric `name` on the gateway's /metrics.
+fn metric(c: &Cluster, name: &str) -> f64 {
+    let url = c.gateways[0].daemon.metrics_url().expect("the gateway serves metrics");
+    let text = http_get(&url);
+    let line = text.lines().find(|l| l.split(' ').next() == Some(name)).unwrap_or_else(|| panic!("no {name} in:\n{text}"));
+    line.rsplit(' ').next().and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{line}"))
+}
+
+/// Wait (bounded) until `name` reads `value`.
+fn wait_metric(c: &Cluster, name: &str, value: f64, within: Duration) {
+    let start = Instant::now();
+    while metric(c, name) != value {
+        assert!(start.elapsed() < within, "{name} not {value} after {within:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_frozen_authority_is_a_bank_bypass_logged_counted_and_shown() {
+    let c = ClusterSpec::new().timeout(TIMEOUT).cache(Cache::Imca(1)).gateway_arg("--admin").gateway_arg("127.0.0.1:0").start();
+    fs::write(c.path("f"), b"before").unwrap();
+    assert_eq!(metric(&c, "imca_gateway_bank_bypass_episodes_total"), 0.0);
+
+    c.storage[0].signal(libc::SIGSTOP);
+    // The lease (1 s) runs out: the gateway bypasses the bank.
+    wait_metric(&c, "imca_gateway_bank_bypassed", 1.0, Duration::from_secs(10));
+    let frozen = Instant::now();
+    while frozen.elapsed() < Duration::from_secs(1) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    c.storage[0].signal(libc::SIGCONT);
+    // Renewed once the authority answers: the cache is back.
+    wait_metric(&c, "imca_gateway_bank_bypassed", 0.0, Duration::from_secs(15));
+    assert_eq!(metric(&c, "imca_gateway_bank_bypass_episodes_total"), 1.0);
+    let seconds = metric(&c, "imca_gateway_bank_bypassed_seconds_total");
+    assert!(seconds >= 1.0, "the episode lasted the freeze at least: {seconds} s");
+
+    let log = fs::read_to_string(&c.gateways[0].daemon.log).unwrap();
+    assert!(log.contains("bypassing the cache"), "the start is logged:\n{log}");
+    assert!(log.contains("cache back after"), "the end is logged:\n{log}");
+
+    let status: admin::Status = c.gateways[0].admin().get("/api/v1/status").expect("GET /api/v1/status");
+    let b = &status.bank_bypass;
+    assert!(!b.active && b.for_seconds.is_none(), "{b:?}");
+    assert_eq!(b.episodes, 1, "{b:?}");
+    assert!(b.seconds_total >= seconds, "{b:?}");
+    let url = c.gateways[0].admin_url().unwrap();
+    let out = Command::new(imca_bin()).args(["ctl", "--admin", &url, "status"]).env_remove("IMCA_ADMIN_TOKEN").env_remove("IMCA_ADMIN").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("bank bypassed 1 time(s)"), "imca ctl status shows it:\n{text}{}", String::from_utf8_lossy(&out.stderr));
+
+    assert_eq!(fs::read(c.path("f")).unwrap(), b"before");
 }

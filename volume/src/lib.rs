@@ -36,6 +36,7 @@
 //! refresher task per gateway; everything else runs on its caller's task.
 
 mod authority;
+pub mod bypass;
 pub mod change;
 pub mod config;
 mod error;
@@ -47,6 +48,7 @@ pub mod probe;
 mod ratelog;
 pub mod rollout;
 pub mod update;
+mod upkeep;
 mod validate;
 
 pub use authority::{acceptable, Refusal, Volume, VOLUME_FILE};
