@@ -50,7 +50,7 @@ fn up_gauges(c: &Cluster) -> Vec<String> {
 
 #[test]
 fn no_operation_waits_past_the_timeout_while_a_server_is_frozen() {
-    let c = ClusterSpec::new().timeout(TIMEOUT).start();
+    let c = ClusterSpec::new().timeout(TIMEOUT).gateway_arg("--admin").gateway_arg("127.0.0.1:0").start();
     fs::write(c.path("before"), data()).unwrap();
     fs::create_dir(c.path("d")).unwrap();
     for i in 0..8 {
@@ -79,6 +79,10 @@ fn no_operation_waits_past_the_timeout_while_a_server_is_frozen() {
     assert!(failed > 0, "{ops} operations with a server frozen and none failed: was it frozen?");
     let gauges = up_gauges(&c);
     assert!(gauges.iter().any(|l| l.ends_with(" 0")), "the frozen server is marked down: {gauges:?}");
+    let status: admin::Status = c.gateways[0].admin().get("/api/v1/status").expect("GET /api/v1/status");
+    let s1 = &status.storage_servers[1];
+    assert!(!s1.healthy && s1.error.as_deref().is_some_and(|e| e.contains("marked down")), "imca ctl status shows it down: {s1:?}");
+    assert!(status.storage_servers[0].healthy, "{:?}", status.storage_servers[0]);
 
     c.storage[1].signal(libc::SIGCONT);
     // The probe finds it back: the volume works again, within a bound.

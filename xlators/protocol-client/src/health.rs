@@ -79,6 +79,9 @@ impl Health {
 async fn probe(health: Arc<Health>, rpc: Arc<dyn RpcClient>, timeout: Duration, session: u64) {
     loop {
         tokio::time::sleep(PROBE_EVERY).await;
+        if Arc::strong_count(&health) == 1 {
+            return; // the client is gone: nobody to tell
+        }
         let msg = Request::GetVolumeConfig {}.encode_in_session(session);
         if let Ok(Ok(reply)) = tokio::time::timeout(timeout, rpc.call(msg, 0)).await {
             if decode_reply(&reply).is_ok_and(|r| r.result.is_ok()) {
