@@ -208,11 +208,12 @@ pub struct GatewayAdmin {
 #[async_trait]
 impl AdminBackend for GatewayAdmin {
     async fn status(&self) -> Result<Status, AdminError> {
-        let config = self.config().await.or_else(|_| {
-            self.lease.current().map(|c| (*c).clone()).ok_or_else(|| {
-                AdminError::Unavailable("storage server 0 unreachable and the config lease has run out".into())
-            })
-        })?;
+        // Server 0 unreachable: the config held, or (the lease ran out, the
+        // bank bypassed: what status must show then) the last one read.
+        let config = match self.config().await {
+            Ok(c) => c,
+            Err(_) => (*self.lease.current().unwrap_or_else(|| self.lease.last_read())).clone(),
+        };
         let servers = futures::future::join_all(self.servers.clients.iter().zip(&self.servers.addrs).map(
             |(c, addr)| async move {
                 let t0 = Instant::now();

@@ -131,6 +131,17 @@ fn a_frozen_authority_is_a_bank_bypass_logged_counted_and_shown() {
     // The lease (1 s) runs out: the gateway bypasses the bank.
     wait_metric(&c, "imca_gateway_bank_bypassed", 1.0, Duration::from_secs(10));
     let frozen = Instant::now();
+    let url = c.gateways[0].admin_url().unwrap();
+    let ctl_status = || {
+        let out = Command::new(imca_bin()).args(["ctl", "--admin", &url, "status"]).env_remove("IMCA_ADMIN_TOKEN").env_remove("IMCA_ADMIN").output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "imca ctl status:\n{text}{}", String::from_utf8_lossy(&out.stderr));
+        text
+    };
+    // While it lasts, status says so (the authority is frozen: from the
+    // last config read).
+    let during = ctl_status();
+    assert!(during.contains("BANK BYPASSED for"), "imca ctl status shows the bypass under way:\n{during}");
     while frozen.elapsed() < Duration::from_secs(1) {
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -150,10 +161,8 @@ fn a_frozen_authority_is_a_bank_bypass_logged_counted_and_shown() {
     assert!(!b.active && b.for_seconds.is_none(), "{b:?}");
     assert_eq!(b.episodes, 1, "{b:?}");
     assert!(b.seconds_total >= seconds, "{b:?}");
-    let url = c.gateways[0].admin_url().unwrap();
-    let out = Command::new(imca_bin()).args(["ctl", "--admin", &url, "status"]).env_remove("IMCA_ADMIN_TOKEN").env_remove("IMCA_ADMIN").output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success() && text.contains("bank bypassed 1 time(s)"), "imca ctl status shows it:\n{text}{}", String::from_utf8_lossy(&out.stderr));
+    let after = ctl_status();
+    assert!(after.contains("bank bypassed 1 time(s)") && !after.contains("BANK BYPASSED for"), "imca ctl status shows the episode:\n{after}");
 
     assert_eq!(fs::read(c.path("f")).unwrap(), b"before");
 }

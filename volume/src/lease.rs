@@ -74,6 +74,12 @@ impl ConfigLease {
         self.shared.tx.subscribe()
     }
 
+    /// The last config read from the authority, held or not (for status
+    /// while the lease has run out).
+    pub fn last_read(&self) -> Arc<CacheConfig> {
+        self.shared.last.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     /// When, how often and how long the bank was bypassed.
     pub fn bypass(&self) -> Bypass {
         self.shared.bypass.snapshot()
