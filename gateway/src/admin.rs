@@ -90,11 +90,13 @@ pub async fn start_lease(
     let mut held = lease.subscribe();
     let gauges = ConfigGauges::register(registry);
     let bypass = BypassMetrics::register(registry);
-    let l = lease.clone();
+    let read_bypass = lease.bypass_reader();
     tokio::spawn(async move {
         loop {
             gauges.set(held.borrow_and_update().as_deref());
-            bypass.set(&l.bypass());
+            if let Some(b) = read_bypass() {
+                bypass.set(&b);
+            }
             if held.changed().await.is_err() {
                 return;
             }

@@ -74,6 +74,13 @@ impl ConfigLease {
         self.shared.tx.subscribe()
     }
 
+    /// [`ConfigLease::bypass`] for a task that must not keep the lease
+    /// alive (the gateway's metrics follow the lease until it is gone).
+    pub fn bypass_reader(&self) -> impl Fn() -> Option<Bypass> + Send + Sync + 'static {
+        let weak = Arc::downgrade(&self.shared);
+        move || weak.upgrade().map(|s| s.bypass.snapshot())
+    }
+
     /// The last config read from the authority, held or not (for status
     /// while the lease has run out).
     pub fn last_read(&self) -> Arc<CacheConfig> {
