@@ -178,6 +178,23 @@ pub struct Status {
     pub storage_servers: Vec<ServerStatus>,
     pub cache_nodes: Vec<NodeStatus>,
     pub hit_ratio: Vec<OpHitRatio>,
+    /// when and how long this gateway ran without its bank
+    pub bank_bypass: BankBypass,
+}
+
+/// The gateway's bank bypass episodes (its config lease ran out:
+/// `volume::bypass`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BankBypass {
+    /// bypassing now
+    pub active: bool,
+    /// how long the episode under way has lasted
+    pub for_seconds: Option<f64>,
+    /// episodes since the gateway started (the one under way included)
+    pub episodes: u64,
+    /// time spent bypassing (the episode under way included)
+    pub seconds_total: f64,
 }
 
 /// What one node said to `flush_all`.

@@ -10,7 +10,7 @@
 //! ```
 
 use admin::{AdminBackend, AdminError, FlushReport, GatewayInfo, NodeFlush, NodeStatus, OpHitRatio};
-use admin::{ServerStatus, Status};
+use admin::{BankBypass, ServerStatus, Status};
 use async_trait::async_trait;
 use protocol_client::ProtocolClient;
 use std::future::Future;
@@ -31,11 +31,19 @@ const NODE_TIMEOUT: Duration = Duration::from_secs(2);
 pub struct StorageServers {
     clients: Vec<Arc<ProtocolClient>>,
     addrs: Vec<String>,
+    /// the authority over a connection of the lease's own (`storage::lease_client`)
+    lease: Option<Arc<ProtocolClient>>,
 }
 
 impl StorageServers {
     pub fn new(clients: Vec<Arc<ProtocolClient>>, addrs: Vec<String>) -> StorageServers {
-        StorageServers { clients, addrs }
+        StorageServers { clients, addrs, lease: None }
+    }
+
+    /// Renew the config lease over `client` (none: server 0's leaf).
+    pub fn with_lease_client(mut self, client: Option<Arc<ProtocolClient>>) -> StorageServers {
+        self.lease = client;
+        self
     }
 }
 
@@ -61,6 +69,10 @@ impl VolumeServers for StorageServers {
         bounded(self.clients[server].fetch_volume_config_and_fences()).await
     }
 
+    async fn renew(&self) -> Result<CacheConfig, String> {
+        bounded(self.lease.as_ref().unwrap_or(&self.clients[0]).fetch_volume_config()).await
+    }
+
     async fn propose(&self, server: usize, new: &CacheConfig) -> Result<SetOutcome, String> {
         let (accepted, cur) = bounded(self.clients[server].set_volume_config(new.clone())).await?;
         Ok(if accepted { SetOutcome::Installed } else { SetOutcome::Stale(cur) })
@@ -77,9 +89,14 @@ pub async fn start_lease(
     let lease = volume::lease::start(servers.clone(), shutdown).await?;
     let mut held = lease.subscribe();
     let gauges = ConfigGauges::register(registry);
+    let bypass = BypassMetrics::register(registry);
+    let read_bypass = lease.bypass_reader();
     tokio::spawn(async move {
         loop {
             gauges.set(held.borrow_and_update().as_deref());
+            if let Some(b) = read_bypass() {
+                bypass.set(&b);
+            }
             if held.changed().await.is_err() {
                 return;
             }
@@ -130,6 +147,53 @@ impl ConfigGauges {
     }
 }
 
+/// `imca_gateway_bank_bypassed`, `imca_gateway_bank_bypass_episodes_total`,
+/// `imca_gateway_bank_bypassed_seconds_total`: when and for how long this
+/// gateway ran without its bank (`volume::bypass`). The seconds of an
+/// episode are counted when it ends.
+struct BypassMetrics {
+    now: prometheus::IntGauge,
+    episodes: prometheus::IntCounter,
+    seconds: prometheus::Counter,
+}
+
+impl BypassMetrics {
+    fn register(registry: &prometheus::Registry) -> BypassMetrics {
+        let m = BypassMetrics {
+            now: prometheus::IntGauge::new("imca_gateway_bank_bypassed", "1 while this gateway bypasses the bank (its config lease ran out)")
+                .expect("valid metric"),
+            episodes: prometheus::IntCounter::new("imca_gateway_bank_bypass_episodes_total", "Times this gateway's config lease ran out and it bypassed the bank")
+                .expect("valid metric"),
+            seconds: prometheus::Counter::new("imca_gateway_bank_bypassed_seconds_total", "Time this gateway bypassed the bank, counted as each episode ends")
+                .expect("valid metric"),
+        };
+        // Fails only for a duplicate name: one lease per gateway registry.
+        let _ = registry.register(Box::new(m.now.clone()));
+        let _ = registry.register(Box::new(m.episodes.clone()));
+        let _ = registry.register(Box::new(m.seconds.clone()));
+        m
+    }
+
+    fn set(&self, b: &volume::bypass::Bypass) {
+        self.now.set(i64::from(b.current.is_some()));
+        self.episodes.inc_by(b.episodes.saturating_sub(self.episodes.get()));
+        let ended = b.ended.as_secs_f64();
+        if ended > self.seconds.get() {
+            self.seconds.inc_by(ended - self.seconds.get());
+        }
+    }
+}
+
+fn bank_bypass(lease: &ConfigLease) -> BankBypass {
+    let b = lease.bypass();
+    BankBypass {
+        active: b.current.is_some(),
+        for_seconds: b.current.map(|d| d.as_secs_f64()),
+        episodes: b.episodes,
+        seconds_total: b.total.as_secs_f64(),
+    }
+}
+
 /// Everything the admin API reports about or changes through this gateway.
 pub struct GatewayAdmin {
     pub servers: Arc<StorageServers>,
@@ -148,14 +212,19 @@ pub struct GatewayAdmin {
 #[async_trait]
 impl AdminBackend for GatewayAdmin {
     async fn status(&self) -> Result<Status, AdminError> {
-        let config = self.config().await.or_else(|_| {
-            self.lease.current().map(|c| (*c).clone()).ok_or_else(|| {
-                AdminError::Unavailable("storage server 0 unreachable and the config lease has run out".into())
-            })
-        })?;
+        // Server 0 unreachable: the config held, or (the lease ran out, the
+        // bank bypassed: what status must show then) the last one read.
+        let config = match self.config().await {
+            Ok(c) => c,
+            Err(_) => (*self.lease.current().unwrap_or_else(|| self.lease.last_read())).clone(),
+        };
         let servers = futures::future::join_all(self.servers.clients.iter().zip(&self.servers.addrs).map(
             |(c, addr)| async move {
                 let t0 = Instant::now();
+                if let Some(down) = c.down_for() {
+                    let error = format!("marked down {:.1} s ago (missed its deadline); calls fail at once until a probe gets an answer", down.as_secs_f64());
+                    return ServerStatus { addr: addr.clone(), healthy: false, error: Some(error), ..Default::default() };
+                }
                 match bounded(c.fetch_volume_config()).await {
                     Ok(cfg) => ServerStatus {
                         addr: addr.clone(),
@@ -190,6 +259,7 @@ impl AdminBackend for GatewayAdmin {
             storage_servers: servers,
             cache_nodes: nodes,
             hit_ratio: op_hit_ratios(&families),
+            bank_bypass: bank_bypass(&self.lease),
             config,
         })
     }

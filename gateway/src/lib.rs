@@ -168,11 +168,14 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
     }
     // Who this gateway is to the servers (their callbacks skip the asker).
     let session = rand::random::<u64>().max(1);
-    let clients = storage::connect(&args.storage_servers, timeout, rdma, rpc_key, tls, session).await?;
+    let health = protocol_client::HealthMetrics::new();
+    let lease_client = storage::lease_client(&args.storage_servers[0], timeout, rdma, rpc_key.clone(), tls.clone());
+    let clients = storage::connect(&args.storage_servers, timeout, rdma, rpc_key, tls, session, health.clone()).await?;
     let leaves = clients.iter().map(|c| c.clone() as xlator::Next).collect();
 
     // One registry for everything this gateway runs (see the daemon crate).
     let registry = prometheus::Registry::new();
+    health.register(&registry)?;
     // CMCache's bank (built from the volume config) reaches the cache nodes over RDMA too.
     let bank = args.cache.apply(cache_bank::BankOptions {
         rdma,
@@ -187,7 +190,7 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
     let drain = daemon::Drain::new();
     // The volume's cache config, held under a lease (volume::lease): CMCache
     // uses it for keys and bypasses the bank while it is withdrawn.
-    let servers = std::sync::Arc::new(admin::StorageServers::new(clients.clone(), args.storage_servers.clone()));
+    let servers = std::sync::Arc::new(admin::StorageServers::new(clients.clone(), args.storage_servers.clone()).with_lease_client(lease_client));
     // `--cache-nodes` names the bank: install it as an admin change would be.
     if !args.cache_nodes.is_empty() {
         volume::change::install_nodes(&*servers, &args.cache_nodes).await.context("installing --cache-nodes")?;

@@ -26,16 +26,20 @@
 //!   (validate, probe joining nodes);
 //! - [`rollout`], [`lease`], [`fence`]: installing a config on every
 //!   server, holding it on a gateway, fencing nodes that cannot confirm;
+//!   `upkeep.rs`: the lease's checks of every server, off its renewal;
+//!   [`bypass`]: when and how long a gateway ran without its bank;
 //! - [`probe`]: talking to a cache node outside the bank (version, stats,
 //!   flush_all);
 //! - `authority.rs`: [`Volume`], the storage server's copy.
 //!
 //! Nothing here knows HTTP, FUSE or the wire protocol: the gateway plugs the
 //! storage servers in through [`rollout::VolumeServers`]; `admin` serves the
-//! HTTP API over this crate. Task model: [`lease::start`] spawns the one
-//! refresher task per gateway; everything else runs on its caller's task.
+//! HTTP API over this crate. Task model: [`lease::start`] spawns two tasks
+//! per gateway, the renewer and the upkeep; everything else runs on its
+//! caller's task.
 
 mod authority;
+pub mod bypass;
 pub mod change;
 pub mod config;
 mod error;
@@ -47,6 +51,7 @@ pub mod probe;
 mod ratelog;
 pub mod rollout;
 pub mod update;
+mod upkeep;
 mod validate;
 
 pub use authority::{acceptable, Refusal, Volume, VOLUME_FILE};

@@ -54,6 +54,12 @@ pub trait VolumeServers: Send + Sync {
     async fn get_with_fences(&self, server: usize) -> Result<(CacheConfig, Vec<String>), String> {
         Ok((self.get(server).await?, Vec::new()))
     }
+    /// The authority's config for the gateway's lease (`crate::lease`):
+    /// `get(0)`, over a connection of its own where there is one, so a
+    /// renewal never queues behind bulk data.
+    async fn renew(&self) -> Result<CacheConfig, String> {
+        self.get(0).await
+    }
 }
 
 /// What a rollout did.

@@ -59,10 +59,11 @@ impl Wake for Parked {
 }
 
 /// Poll `work` on this thread (inside `rt`'s context) until it first
-/// waits; then it continues on `rt` when woken.
+/// waits; then it continues on `rt` when woken. It is one operation: its
+/// storage calls share one deadline (`protocol_client::deadline`).
 pub fn run(rt: &tokio::runtime::Handle, work: impl Future<Output = ()> + Send + 'static) {
     let _in_rt = rt.enter();
-    let mut task: Task = Box::pin(work);
+    let mut task: Task = Box::pin(protocol_client::operation(work));
     let parked = Arc::new(Parked { rt: rt.clone(), state: AtomicU8::new(POLLING), slot: Mutex::new(None) });
     let waker = Waker::from(parked.clone());
     if task.as_mut().poll(&mut Context::from_waker(&waker)).is_ready() {

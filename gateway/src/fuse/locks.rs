@@ -96,7 +96,9 @@ impl LockOwners {
     async fn keep_asking(&self, xl: &Next, loc: &Loc, lock: &Lock, stop: &AtomicBool) -> FsResult<()> {
         loop {
             let sent = Instant::now();
-            let r = xl.setlk(loc, lock, true).await;
+            // Each ask is held by the server for a while: it gets its own
+            // deadline (the request as a whole waits until granted).
+            let r = protocol_client::operation(xl.setlk(loc, lock, true)).await;
             if stop.load(SeqCst) {
                 // The owner closed the file while waiting: nobody wants it.
                 if r.is_ok() {

@@ -146,6 +146,13 @@ pub fn status(s: &Status) -> String {
              any local user can write the bank"
         );
     }
+    let b = &s.bank_bypass;
+    if let Some(t) = b.for_seconds {
+        let _ = writeln!(out, "BANK BYPASSED for {t:.1} s (config lease ran out: the authority did not answer in time)");
+    }
+    if b.episodes > 0 {
+        let _ = writeln!(out, "bank bypassed {} time(s) since start, {:.1} s in all", b.episodes, b.seconds_total);
+    }
     let _ = writeln!(out, "pipeline: {}\n", s.pipeline.join(" -> "));
     let rows: Vec<Vec<String>> = s
         .storage_servers

@@ -8,6 +8,8 @@ use transport::{RpcClient, TransportError};
 use wire::{decode_reply, Invalidation, Reply, Request};
 use volume::CacheConfig;
 use xlator::{FsError, FsResult};
+use crate::deadline;
+use crate::health::Health;
 
 pub const DEFAULT_OP_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -25,6 +27,8 @@ pub struct ClientOptions {
     /// The gateway's kernel-cache session (`wire::NO_SESSION`: none): every
     /// request says which gateway asks, so the server calls back the others.
     pub session: u64,
+    /// where the server's up/down state and fast-failed calls are counted
+    pub metrics: crate::HealthMetrics,
 }
 
 impl Default for ClientOptions {
@@ -35,6 +39,7 @@ impl Default for ClientOptions {
             auth: None,
             tls: None,
             session: wire::NO_SESSION,
+            metrics: crate::HealthMetrics::new(),
         }
     }
 }
@@ -56,6 +61,8 @@ pub struct ProtocolClient {
     epoch: watch::Sender<u64>,
     name: String,
     session: u64,
+    /// marked down after a missed deadline, up again by a probe (`health`)
+    health: Arc<Health>,
 }
 
 /// A poll's answer (see `protocol_server::callbacks`).
@@ -74,7 +81,8 @@ impl ProtocolClient {
     /// Over any transport.
     pub fn new(rpc: Arc<dyn RpcClient>, options: &ClientOptions) -> ProtocolClient {
         let name = format!("protocol-client({})", rpc.describe());
-        ProtocolClient { rpc, op_timeout: options.op_timeout, epoch: watch::Sender::new(0), name, session: options.session }
+        let health = Arc::new(Health::new(&rpc.describe(), &options.metrics));
+        ProtocolClient { rpc, op_timeout: options.op_timeout, epoch: watch::Sender::new(0), name, session: options.session, health }
     }
 
     /// Over TCP, connecting on the first call.
@@ -95,6 +103,11 @@ impl ProtocolClient {
     /// The transport and peer, for logs and status.
     pub fn describe(&self) -> String {
         self.rpc.describe()
+    }
+
+    /// How long this server has been marked down (`None`: it is used).
+    pub fn down_for(&self) -> Option<Duration> {
+        self.health.down_for()
     }
 
     /// The highest volume-config epoch any reply has carried (0 = none yet).
@@ -159,20 +172,39 @@ impl ProtocolClient {
         }
     }
 
-    /// One round trip. Transport failures and timeouts become EIO.
+    /// One round trip. Transport failures and timeouts become EIO; so does
+    /// any call while the server is marked down (see `health`). A call
+    /// waits at most what its operation has left of the op timeout
+    /// (`deadline`).
     pub(crate) async fn call(&self, req: Request, reply_bulk_max: usize) -> FsResult<Reply> {
         let op = req.op();
+        if self.health.is_down() {
+            self.health.count_fast_fail();
+            return Err(FsError::EIO);
+        }
+        let held = held_on_purpose(&req);
+        let budget = deadline::remaining(self.op_timeout);
         let msg = req.encode_in_session(self.session);
-        let reply = match tokio::time::timeout(self.op_timeout, self.rpc.call(msg, reply_bulk_max)).await {
+        let started = tokio::time::Instant::now();
+        let missed = |what: &str| {
+            tracing::warn!(server = %self.rpc.describe(), op = op.name(), "storage call {what} after {:?}", started.elapsed());
+            // Only a server silent for a good part of the whole op timeout
+            // is taken for down: not one whose caller had little time left,
+            // nor one holding a request on purpose.
+            if !held && started.elapsed() >= self.op_timeout / 2 {
+                self.health.mark_down(&self.rpc, self.op_timeout, self.session);
+            }
+            FsError::EIO
+        };
+        let reply = match tokio::time::timeout(budget, self.rpc.call(msg, reply_bulk_max)).await {
             Ok(Ok(m)) => m,
+            Ok(Err(e @ TransportError::Timeout(_))) => return Err(missed(&format!("failed ({e})"))),
+            Ok(Err(TransportError::Connect(e))) if e.contains("timed out") => return Err(missed(&format!("failed ({e})"))),
             Ok(Err(e)) => {
                 tracing::warn!(server = %self.rpc.describe(), op = op.name(), "storage call failed: {e}");
                 return Err(FsError::EIO);
             }
-            Err(_) => {
-                tracing::warn!(server = %self.rpc.describe(), op = op.name(), "storage call timed out after {:?}", self.op_timeout);
-                return Err(FsError::EIO);
-            }
+            Err(_) => return Err(missed("timed out")),
         };
         let r = decode_reply(&reply).map_err(|e| {
             tracing::warn!(server = %self.rpc.describe(), op = op.name(), "undecodable reply: {e}");
@@ -197,6 +229,12 @@ impl ProtocolClient {
     pub(crate) fn label(&self) -> &str {
         &self.name
     }
+}
+
+/// Requests a server may hold before answering (a poll for a quarter lease,
+/// a blocking lock for a few seconds): their silence says nothing of its health.
+fn held_on_purpose(req: &Request) -> bool {
+    matches!(req, Request::Poll { .. } | Request::Setlk { wait: true, .. })
 }
 
 fn tcp_options(o: &ClientOptions) -> TcpClientOptions {

@@ -14,12 +14,21 @@
 //!
 //! Faults: a call that does not complete within the op timeout (default
 //! 10 s), or whose connection fails, returns `EIO` to the caller; the next
-//! call reconnects (the transport does that). Nothing here ever hangs.
+//! call reconnects (the transport does that). Nothing here ever hangs. A
+//! server that stayed silent until the deadline is marked down: its calls
+//! fail at once until a background probe gets an answer (`health`). Calls
+//! made inside one [`operation`] share its deadline (`deadline`), so an
+//! operation of several calls still waits at most the op timeout.
 
 mod client;
+pub mod deadline;
+mod health;
+pub mod metrics;
 mod translator;
 
 pub use client::{Callbacks, ClientError, ClientOptions, ProtocolClient, DEFAULT_OP_TIMEOUT};
+pub use deadline::operation;
+pub use metrics::HealthMetrics;
 
 /// Connect to `addr` over TCP now (handshake + one config fetch), so a
 /// wrong address fails at start-up rather than on the first file operation.

@@ -57,6 +57,20 @@ async fn wrong_answers_become_eio_and_the_epoch_only_moves_forward() {
     let t = std::time::Instant::now();
     assert_eq!(c.flush(&Loc::root()).await.unwrap_err(), FsError::EIO, "timeout");
     assert!(t.elapsed() < Duration::from_secs(10));
-    // The client is still usable afterwards.
-    assert_eq!(c.fetch_volume_config().await.unwrap().epoch, 7);
+    // The server missed its deadline: it is marked down, its calls fail at
+    // once, until a probe gets an answer; then it is used again.
+    let t = std::time::Instant::now();
+    assert_eq!(c.fetch_volume_config().await.unwrap_err(), FsError::EIO, "marked down");
+    assert!(t.elapsed() < Duration::from_millis(100), "failed at once ({:?})", t.elapsed());
+    assert!(c.down_for().is_some());
+    let back = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            if let Ok(cfg) = c.fetch_volume_config().await {
+                return cfg;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    assert_eq!(back.await.expect("a probe finds it back").epoch, 7);
+    assert!(c.down_for().is_none());
 }
