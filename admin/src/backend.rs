@@ -180,6 +180,21 @@ pub struct Status {
     pub hit_ratio: Vec<OpHitRatio>,
     /// when and how long this gateway ran without its bank
     pub bank_bypass: BankBypass,
+    /// what this gateway's background heal still has to repair
+    pub heals: Heals,
+}
+
+/// The gateway's background heal (`stripe`'s heal index): names an
+/// operation may have left different between servers, not healed yet.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Heals {
+    /// names recorded and not healed yet
+    pub pending: u64,
+    /// the index overflowed: a full sweep (`imca heal`) runs once every server answers
+    pub sweep_needed: bool,
+    /// names given up after repeated failures (left to `imca heal`)
+    pub given_up: u64,
 }
 
 /// The gateway's bank bypass episodes (its config lease ran out:

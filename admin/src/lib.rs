@@ -42,7 +42,7 @@ pub mod openapi;
 mod server;
 
 pub use backend::{
-    AdminBackend, AdminError, BankBypass, FlushReport, GatewayInfo, NodeFlush, NodeStatus, OpHitRatio, ServerStatus, Status,
+    AdminBackend, AdminError, BankBypass, FlushReport, GatewayInfo, Heals, NodeFlush, NodeStatus, OpHitRatio, ServerStatus, Status,
 };
 pub use auth::Auth;
 pub use http::{parse_update, router, serve, serve_with};

@@ -40,6 +40,7 @@ mod tests {
         assert_eq!(schema_keys(&d, "OpHitRatio"), keys(&OpHitRatio::default()));
         assert_eq!(schema_keys(&d, "GatewayInfo"), keys(&GatewayInfo::default()));
         assert_eq!(schema_keys(&d, "BankBypass"), keys(&BankBypass::default()));
+        assert_eq!(schema_keys(&d, "Heals"), keys(&Heals::default()));
         assert_eq!(schema_keys(&d, "FlushReport"), keys(&FlushReport::default()));
         assert_eq!(schema_keys(&d, "NodeFlush"), keys(&NodeFlush::default()));
         assert_eq!(schema_keys(&d, "OptionSpec"), keys(&volume::options::table()[0]));

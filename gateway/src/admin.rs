@@ -260,6 +260,11 @@ impl AdminBackend for GatewayAdmin {
             cache_nodes: nodes,
             hit_ratio: op_hit_ratios(&families),
             bank_bypass: bank_bypass(&self.lease),
+            heals: admin::Heals {
+                pending: gauge(&families, "imca_gateway_heals_pending", &[]).unwrap_or(0).max(0) as u64,
+                sweep_needed: gauge(&families, "imca_gateway_heal_sweep_needed", &[]).unwrap_or(0) > 0,
+                given_up: counter(&families, "imca_gateway_heals_total", &[("result", "given_up")]),
+            },
             config,
         })
     }

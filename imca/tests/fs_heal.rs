@@ -346,7 +346,14 @@ fn removals_a_follower_missed_are_healed_without_a_hand() {
     // The kernel keeps the names it looked up for the servers' lease: the
     // removals below reach the gateway without a lookup (a file's needs
     // every server) — as when a server dies in the middle of one.
-    let mut c = ClusterSpec::new().storage(2).stripe_unit(4096).timeout(1.0).storage_arg("--kernel-lease=5").start();
+    let mut c = ClusterSpec::new()
+        .storage(2)
+        .stripe_unit(4096)
+        .timeout(1.0)
+        .storage_arg("--kernel-lease=5")
+        .gateway_arg("--admin")
+        .gateway_arg("127.0.0.1:0")
+        .start();
     fs::create_dir(c.path("d")).unwrap();
     for (name, k) in [("d/f", 1), ("d/a", 2)] {
         fs::write(c.path(name), content(k)).unwrap();
@@ -369,6 +376,8 @@ fn removals_a_follower_missed_are_healed_without_a_hand() {
     assert_errno(fs::rename(c.path("d/a"), c.path("d/b")), libc::EIO);
     let pending = gateway_metric(&c, "imca_gateway_heals_pending").unwrap_or_default();
     assert!(pending >= 5.0, "the divergences are recorded: {pending} pending");
+    let status: admin::Status = c.gateways[0].admin().get("/api/v1/status").unwrap();
+    assert!(status.heals.pending >= 5, "imca ctl status shows them: {:?}", status.heals);
     c.storage[1].restart();
     assert!(c.export(1).join("d/f").exists() && !c.export(0).join("d/f").exists(), "the servers differ after the restart");
 

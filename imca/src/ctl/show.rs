@@ -153,6 +153,16 @@ pub fn status(s: &Status) -> String {
     if b.episodes > 0 {
         let _ = writeln!(out, "bank bypassed {} time(s) since start, {:.1} s in all", b.episodes, b.seconds_total);
     }
+    let h = &s.heals;
+    if h.pending > 0 || h.sweep_needed || h.given_up > 0 {
+        let _ = writeln!(
+            out,
+            "heals: {} name(s) pending{}{}",
+            h.pending,
+            if h.sweep_needed { ", a full sweep waits for every server" } else { "" },
+            if h.given_up > 0 { format!(", {} given up (run `imca heal`)", h.given_up) } else { String::new() }
+        );
+    }
     let _ = writeln!(out, "pipeline: {}\n", s.pipeline.join(" -> "));
     let rows: Vec<Vec<String>> = s
         .storage_servers
