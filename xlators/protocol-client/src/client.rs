@@ -159,6 +159,15 @@ impl ProtocolClient {
         }
     }
 
+    /// Ask back `lock`, granted to one of this gateway's owners before the
+    /// server restarted (ENOLCK: it is lost; see `protocol_server::locks`).
+    pub async fn reclaim(&self, loc: xlator::Loc, lock: xlator::Lock) -> FsResult<()> {
+        match self.call(Request::Reclaim { loc, lock }, 0).await? {
+            Reply::Unit => Ok(()),
+            other => Err(self.unexpected("reclaim", &other)),
+        }
+    }
+
     /// One round trip. Transport failures and timeouts become EIO.
     pub(crate) async fn call(&self, req: Request, reply_bulk_max: usize) -> FsResult<Reply> {
         let op = req.op();
