@@ -551,6 +551,7 @@ pub async fn poll_loop(
     i: usize,
     server: Arc<protocol_client::ProtocolClient>,
     kc: Arc<KernelCache>,
+    locks: Arc<super::locks::LockOwners>,
     stop: impl std::future::Future<Output = ()>,
 ) {
     tokio::pin!(stop);
@@ -569,6 +570,13 @@ pub async fn poll_loop(
                     // It holds nothing for us (before our first poll, a
                     // create's hold was not recorded either).
                     kc.holds.forgotten(i);
+                }
+                if cb.fresh {
+                    // Its lock table may be new too: ask back what our owners
+                    // hold there, while it waits for that (its grace), and
+                    // without holding up this lease.
+                    let (locks, server) = (locks.clone(), server.clone());
+                    tokio::spawn(async move { locks.server_restarted(i, &server).await });
                 }
                 if cb.fresh && had_lease {
                     // The server forgot us (restart): we may have missed some.
