@@ -173,3 +173,43 @@ impl Granted {
 fn whole(owner: u64, typ: LockType) -> Lock {
     Lock { kind: LockKind::Posix, typ, start: 0, end: LOCK_TO_EOF, owner, pid: 0 }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lock(owner: u64, typ: LockType, start: u64, end: u64) -> Lock {
+        Lock { kind: LockKind::Posix, typ, start, end, owner, pid: 1 }
+    }
+
+    fn held(g: &Granted, ino: u64) -> Vec<(u64, u64, u64, bool)> {
+        let st = g.state.lock().unwrap();
+        let mut v: Vec<_> = st.files.get(&ino).map_or(vec![], |(_, f)| {
+            f.held().iter().map(|h| (h.holder.owner, h.start, h.end, h.write)).collect()
+        });
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn the_record_follows_grants_and_unlocks_and_a_loss_is_told_once() {
+        let g = Granted::new(2);
+        let fid = Some(FileId(7));
+        g.note(1, fid, &lock(5, LockType::Write, 0, 99));
+        g.note(1, fid, &lock(5, LockType::Unlock, 10, 19));
+        g.note(1, fid, &lock(6, LockType::Read, 200, 299));
+        assert_eq!(held(&g, 1), vec![(5, 0, 9, true), (5, 20, 99, true), (6, 200, 299, false)]);
+        // A loss takes all of the owner's locks on the file, and is told once.
+        g.lost(1, 5);
+        assert_eq!(held(&g, 1), vec![(6, 200, 299, false)]);
+        assert!(!g.take_lost(1, 6) && !g.take_lost(2, 5));
+        assert!(g.take_lost(1, 5));
+        assert!(!g.take_lost(1, 5));
+        assert_eq!(g.lost_total.get(), 1);
+        // A close forgets the owner, and a loss not yet told.
+        g.lost(1, 6);
+        g.forget(1, 6);
+        assert!(!g.take_lost(1, 6));
+        assert!(g.state.lock().unwrap().files.is_empty());
+    }
+}
