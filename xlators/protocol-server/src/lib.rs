@@ -112,7 +112,7 @@ impl ProtocolServer {
             Request::Hold { .. } => Err(FsError::EINVAL),
             Request::Unhold { session: s, inos } if s == session => self.callbacks.unhold(s, &inos).map(|()| Reply::Unit),
             Request::Unhold { .. } => Err(FsError::EINVAL),
-            Request::Reclaim { loc, lock } => self.locks.reclaim(session, &loc, lock).map(|()| Reply::Unit),
+            Request::Reclaim { loc, lock } => self.locks.reclaim(session, &loc, lock, &self.callbacks).map(|()| Reply::Unit),
             Request::GetVolumeConfig {} => {
                 let config = self.volume.current();
                 Ok(Reply::Config { accepted: false, fence: self.volume.fences.open(&config), config })

@@ -20,6 +20,7 @@
 
 use super::table::{FileLocks, Holder};
 use super::{Locks, State};
+use crate::callbacks::Callbacks;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -67,7 +68,7 @@ impl Locks {
 
     /// Gateway `session` asks back `lock`, which one of its owners was
     /// granted before this server restarted (see the module page).
-    pub fn reclaim(&self, session: u64, loc: &Loc, lock: Lock) -> FsResult<()> {
+    pub fn reclaim(&self, session: u64, loc: &Loc, lock: Lock, live: &Callbacks) -> FsResult<()> {
         super::table::check(&lock)?;
         let fid = loc.fid.ok_or(FsError::EINVAL)?;
         if session == NO_SESSION {
@@ -92,9 +93,9 @@ impl Locks {
             return refused("late");
         }
         // Holders were consistent before the restart, so reclaims cannot
-        // collide; a gateway that lost a lock without noticing could.
-        let conflict = st.files.get(&fid).and_then(|f| f.conflict(holder, &lock));
-        if conflict.is_some() {
+        // collide; a gateway that lost a lock without noticing could. (A
+        // gateway that died since reclaiming loses its locks, as always.)
+        if self.live_conflict(&mut st, fid, holder, &lock, live).is_some() {
             return refused("conflict");
         }
         match self.set(&mut st, fid, holder, &lock) {

@@ -265,10 +265,10 @@ async fn during_the_grace_only_reclaims_take_locks() {
     let append = Lock { kind: LockKind::Append, ..lk(LockType::Write, 0, LOCK_TO_EOF) };
     locks.setlk(2, &file(), append, false, &cb).await.unwrap();
     // Gateway 1 reclaims what its owner held; gateway 2 cannot reclaim over it.
-    locks.reclaim(1, &file(), lk(LockType::Write, 0, 9)).unwrap();
-    assert_eq!(locks.reclaim(2, &file(), lk(LockType::Read, 5, 5)), Err(FsError(libc::ENOLCK)));
-    locks.reclaim(1, &file(), lk(LockType::Write, 0, 9)).unwrap(); // sent twice: still held
-    assert_eq!(locks.reclaim(1, &file(), lk(LockType::Unlock, 0, 9)), Err(FsError::EINVAL));
+    locks.reclaim(1, &file(), lk(LockType::Write, 0, 9), &cb).unwrap();
+    assert_eq!(locks.reclaim(2, &file(), lk(LockType::Read, 5, 5), &cb), Err(FsError(libc::ENOLCK)));
+    locks.reclaim(1, &file(), lk(LockType::Write, 0, 9), &cb).unwrap(); // sent twice: still held
+    assert_eq!(locks.reclaim(1, &file(), lk(LockType::Unlock, 0, 9), &cb), Err(FsError::EINVAL));
     // A blocking request for a free range waits for the end of the grace.
     let waiter = {
         let (locks, cb) = (locks.clone(), cb.clone());
@@ -297,13 +297,13 @@ async fn after_the_grace_a_reclaim_is_refused_unless_still_held() {
     keep_polling(&cb, &[1, 2]);
     tokio::task::yield_now().await;
     let locks = restarted(dir.path());
-    locks.reclaim(1, &file(), lk(LockType::Read, 0, 99)).unwrap();
+    locks.reclaim(1, &file(), lk(LockType::Read, 0, 99), &cb).unwrap();
     tokio::time::sleep(GRACE).await;
     // Late: someone may have the range by now; the gateway reports it lost.
-    assert_eq!(locks.reclaim(2, &file(), lk(LockType::Read, 0, 9)), Err(FsError(libc::ENOLCK)));
-    assert_eq!(locks.reclaim(1, &file(), lk(LockType::Write, 0, 9)), Err(FsError(libc::ENOLCK)), "held as read, not write");
+    assert_eq!(locks.reclaim(2, &file(), lk(LockType::Read, 0, 9), &cb), Err(FsError(libc::ENOLCK)));
+    assert_eq!(locks.reclaim(1, &file(), lk(LockType::Write, 0, 9), &cb), Err(FsError(libc::ENOLCK)), "held as read, not write");
     // What it holds (a part of it too) is confirmed: a server that did not restart.
-    locks.reclaim(1, &file(), lk(LockType::Read, 10, 19)).unwrap();
+    locks.reclaim(1, &file(), lk(LockType::Read, 10, 19), &cb).unwrap();
     let count = |o: &str| locks.metrics.reclaims.with_label_values(&[o]).get();
     assert_eq!((count("granted"), count("late"), count("held")), (1, 2, 1));
 }
