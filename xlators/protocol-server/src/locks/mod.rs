@@ -19,10 +19,11 @@
 //! kernel-cache lease ([`crate::callbacks`]). Stripe sends every lock request
 //! of a file to one server, so this table decides alone. A restarted server
 //! starts with no locks, and gets back those gateways still hold by their
-//! reclaims during a grace period ([`recovery`]). Everything is bounded: locks per file, per session
-//! and in all ([`MAX_PER_FILE`], [`MAX_PER_SESSION`], [`MAX_LOCKS`]; past them
-//! ENOLCK), and requests held waiting ([`MAX_WAITERS`]; past it EAGAIN at
-//! once, and the gateway asks again).
+//! reclaims during a grace period ([`recovery`]). Everything is bounded:
+//! locks per file, per session and in all ([`MAX_PER_FILE`],
+//! [`MAX_PER_SESSION`], [`MAX_LOCKS`]; past them ENOLCK), and requests held
+//! waiting ([`MAX_WAITERS`]; past it EAGAIN at once, and the gateway asks
+//! again).
 
 pub mod recovery;
 
