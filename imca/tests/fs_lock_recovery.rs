@@ -152,3 +152,21 @@ fn a_lock_that_could_not_be_reclaimed_fails_its_holders_next_lock_call() {
     setlk(&b, libc::F_UNLCK, 0, 0).unwrap();
     assert_eq!(a.ask("lock 0 0"), "ok");
 }
+
+/// Not a restart: the holder's gateway is frozen past its lease, so the
+/// server gives its lock to a waiter (as NFSv4 does past a lease). The
+/// holder is told when its gateway wakes, not left believing it holds it.
+#[test]
+fn a_lock_dropped_while_its_gateway_was_frozen_fails_its_holders_next_lock_call() {
+    let mut c = ClusterSpec::new().gateways(2).start();
+    fs::write(c.path_at(0, "f"), b"x").unwrap();
+    let mut a = Holder::start(&c.path_at(0, "f"));
+    let b = open_rw(&c.path_at(1, "f"));
+    assert_eq!(a.ask("lock 0 0"), "ok");
+    c.gateways[0].daemon.signal(libc::SIGSTOP);
+    wait_for("gateway 1 is granted the frozen gateway's lock", || setlk(&b, libc::F_WRLCK, 0, 0).is_ok());
+    c.gateways[0].daemon.signal(libc::SIGCONT);
+    wait_for("gateway 0 finds its lock lost", || metric(&c.gateways[0].daemon, "imca_gateway_locks_lost_total", "") == 1.0);
+    assert_eq!(a.ask("lock 0 0"), "EIO");
+    assert_eq!(a.ask("lock 0 0"), "EAGAIN");
+}

@@ -101,8 +101,9 @@ impl LockOwners {
     }
 
     /// Storage server `i` (reached by `client`) answered a poll as one that
-    /// does not know this gateway (it restarted): ask back the locks held
-    /// on the files it orders.
+    /// does not know this gateway (it restarted), or after this gateway's
+    /// lease there ran out (it may have dropped our locks): ask back the
+    /// locks held on the files it orders.
     pub async fn server_restarted(&self, i: usize, client: &protocol_client::ProtocolClient) {
         self.granted.reclaim(i, client).await;
     }

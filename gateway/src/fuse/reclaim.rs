@@ -4,7 +4,8 @@
 //!
 //! ```text
 //!  setlk granted / any unlock ──> Granted::note  (same range rules as the server's table)
-//!  poll of server i answers "fresh" (it does not know this session: restarted)
+//!  poll of server i answers "fresh" (it does not know this session: restarted),
+//!  or renews a lease that had run out (this gateway was frozen or cut off)
 //!        ──> reclaim(i): for each file ordered by server i, each lock held:
 //!              Reclaim{fid, lock} ──> granted (in the server's grace)
 //!                                 └─> refused or unanswered: the owner's locks on the
@@ -122,7 +123,7 @@ impl Granted {
         if inos.is_empty() {
             return;
         }
-        tracing::info!(server = %client.describe(), files = inos.len(), "storage server restarted: reclaiming this gateway's locks");
+        tracing::info!(server = %client.describe(), files = inos.len(), "storage server restarted or our lease there lapsed: reclaiming this gateway's locks");
         for ino in inos {
             let _g = self.guard(ino).write().await;
             let Some((fid, held)) = self.state.lock().unwrap().files.get(&ino).map(|(fid, f)| (*fid, f.held().to_vec())) else {
