@@ -158,7 +158,7 @@ fn a_lock_that_could_not_be_reclaimed_fails_its_holders_next_lock_call() {
 /// holder is told when its gateway wakes, not left believing it holds it.
 #[test]
 fn a_lock_dropped_while_its_gateway_was_frozen_fails_its_holders_next_lock_call() {
-    let mut c = ClusterSpec::new().gateways(2).start();
+    let c = ClusterSpec::new().gateways(2).start();
     fs::write(c.path_at(0, "f"), b"x").unwrap();
     let mut a = Holder::start(&c.path_at(0, "f"));
     let b = open_rw(&c.path_at(1, "f"));
