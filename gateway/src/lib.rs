@@ -222,12 +222,15 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
     kc.register_metrics(&registry)?;
     // The polls hold this gateway's leases: the kernel may cache under them
     // (mode on), and the servers keep its locks while they last (any mode).
+    // (and a restarted server gets back the locks this gateway's owners hold)
+    let locks = std::sync::Arc::new(fuse::locks::LockOwners::new(clients.len()));
+    locks.register_metrics(&registry)?;
     for (i, c) in clients.iter().enumerate() {
-        tokio::spawn(fuse::kernel_cache::poll_loop(i, c.clone(), kc.clone(), drain.stopped()));
+        tokio::spawn(fuse::kernel_cache::poll_loop(i, c.clone(), kc.clone(), locks.clone(), drain.stopped()));
     }
     // What the kernel is about to cache is first held on every server.
     tokio::spawn(kc.holds().clone().run(clients.clone(), kc.drop_from_kernel(), drain.stopped()));
-    let fs = fuse::GatewayFs::new(tokio::runtime::Handle::current(), graph.top.clone(), kc.clone()).stat_ahead(args.stat_ahead).selinux(args.selinux);
+    let fs = fuse::GatewayFs::new(tokio::runtime::Handle::current(), graph.top.clone(), kc.clone()).stat_ahead(args.stat_ahead).selinux(args.selinux).with_locks(locks);
     let threads = args.fuse_threads.unwrap_or_else(|| cpus().clamp(2, 8));
     let mp = mountpoint.clone();
     let mounted = tokio::task::spawn_blocking(move || mount::Mounted::mount(fs, &mp, threads)).await??;

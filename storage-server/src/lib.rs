@@ -95,6 +95,10 @@ pub struct Args {
     /// longer than this for one that does not answer (frozen, partitioned).
     #[arg(long, value_name = "SECS", default_value_t = 1.0, value_parser = parse_lease)]
     pub kernel_lease: f64,
+    /// After a restart with locks held, grant no new lock for this many
+    /// seconds while gateways reclaim theirs (0..=600).
+    #[arg(long, value_name = "SECS", default_value_t = protocol_server::locks::recovery::DEFAULT_GRACE.as_secs_f64(), value_parser = parse_grace)]
+    pub lock_grace: f64,
     /// The dissertation's "threaded" mode: a write deletes the blocks it
     /// covers before replying and repopulates them afterwards, off the reply path.
     #[arg(long, env = "IMCA_SMCACHE_THREADED", value_parser = clap::builder::FalseyValueParser::new())]
@@ -142,6 +146,7 @@ impl Args {
             transport: Default::default(),
             cache_deadline_ms: smcache::DEFAULT_DEADLINE.as_millis() as u64,
             kernel_lease: 1.0,
+            lock_grace: protocol_server::locks::recovery::DEFAULT_GRACE.as_secs_f64(),
             threaded_cache_updates: false,
             allow_devices: false,
             allow_setid: false,
@@ -259,7 +264,14 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
     let top = graph::build(posix_xl.clone(), volume.clone(), smcache, &registry).await?;
     let lease = std::time::Duration::from_secs_f64(args.kernel_lease);
     let record = posix_xl.posix().meta_path().join("kernel-leases");
-    let service = Arc::new(protocol_server::ProtocolServer::with_lease(top, volume.clone(), lease, Some(record), &registry));
+    let service = Arc::new(protocol_server::ProtocolServer::with_lease(
+        top,
+        volume.clone(),
+        lease,
+        Some(record),
+        std::time::Duration::from_secs_f64(args.lock_grace),
+        &registry,
+    ));
 
     let drain = daemon::Drain::new();
     let listener =
@@ -367,6 +379,15 @@ fn parse_lease(s: &str) -> Result<f64, String> {
     let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number of seconds"))?;
     if !(0.05..=60.0).contains(&v) {
         return Err(format!("{v} s is outside 0.05..=60 s"));
+    }
+    Ok(v)
+}
+
+/// `--lock-grace`: seconds, 0 to 600.
+fn parse_grace(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if !(0.0..=600.0).contains(&v) {
+        return Err(format!("{v} s is outside 0..=600 s"));
     }
     Ok(v)
 }

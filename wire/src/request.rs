@@ -16,6 +16,7 @@ const POLL: u8 = 66;
 /// (67 is the session envelope's: `callback`)
 const HOLD: u8 = 68;
 const UNHOLD: u8 = 69;
+const RECLAIM: u8 = 70;
 /// Inodes one `Hold` may name.
 pub const MAX_HOLD: usize = 4096;
 
@@ -39,6 +40,9 @@ macro_rules! requests {
             /// the gateway's kernel dropped these inodes: changes need not
             /// wait for it any more
             Unhold { session: u64, inos: Vec<u64> },
+            /// a lock one of the gateway's owners was granted before the
+            /// server restarted, asked back (see `protocol_server::locks::recovery`)
+            Reclaim { loc: Loc, lock: Lock },
         }
 
         /// What a request asks for, for metrics and logs.
@@ -50,6 +54,7 @@ macro_rules! requests {
             Poll,
             Hold,
             Unhold,
+            Reclaim,
         }
 
         impl Request {
@@ -61,6 +66,7 @@ macro_rules! requests {
                     Request::Poll { .. } => Op::Poll,
                     Request::Hold { .. } => Op::Hold,
                     Request::Unhold { .. } => Op::Unhold,
+                    Request::Reclaim { .. } => Op::Reclaim,
                 }
             }
 
@@ -96,6 +102,11 @@ macro_rules! requests {
                         session.put(&mut w, &mut bulk);
                         inos.put(&mut w, &mut bulk);
                     }
+                    Request::Reclaim { loc, lock } => {
+                        w.put_u8(RECLAIM);
+                        loc.put(&mut w, &mut bulk);
+                        lock.put(&mut w, &mut bulk);
+                    }
                 }
                 Message::new(w.freeze(), bulk)
             }
@@ -109,6 +120,7 @@ macro_rules! requests {
                     POLL => Request::Poll { session: Field::take(&mut r, &msg.bulk)?, acked: Field::take(&mut r, &msg.bulk)? },
                     HOLD => Request::Hold { session: Field::take(&mut r, &msg.bulk)?, inos: Field::take(&mut r, &msg.bulk)? },
                     UNHOLD => Request::Unhold { session: Field::take(&mut r, &msg.bulk)?, inos: Field::take(&mut r, &msg.bulk)? },
+                    RECLAIM => Request::Reclaim { loc: Field::take(&mut r, &msg.bulk)?, lock: Field::take(&mut r, &msg.bulk)? },
                     t => return Err(WireError::BadTag { what: "opcode", tag: t }),
                 };
                 r.finish()?;
@@ -123,7 +135,7 @@ for_each_fop!(requests);
 impl Op {
     /// Every message kind, file operations first.
     pub fn all() -> impl Iterator<Item = Op> {
-        Fop::ALL.iter().map(|f| Op::File(*f)).chain([Op::GetVolumeConfig, Op::SetVolumeConfig, Op::Poll, Op::Hold, Op::Unhold])
+        Fop::ALL.iter().map(|f| Op::File(*f)).chain([Op::GetVolumeConfig, Op::SetVolumeConfig, Op::Poll, Op::Hold, Op::Unhold, Op::Reclaim])
     }
 
     /// Lower-case name, used as the `op` metric label.
@@ -135,6 +147,7 @@ impl Op {
             Op::Poll => "poll",
             Op::Hold => "hold",
             Op::Unhold => "unhold",
+            Op::Reclaim => "reclaim",
         }
     }
 }

@@ -133,6 +133,7 @@ fn request() -> impl Strategy<Value = Request> {
         any::<(u64, u64)>().prop_map(|(session, acked)| Request::Poll { session, acked }),
         (any::<u64>(), proptest::collection::vec(any::<u64>(), 0..20)).prop_map(|(session, inos)| Request::Hold { session, inos }),
         (any::<u64>(), proptest::collection::vec(any::<u64>(), 0..20)).prop_map(|(session, inos)| Request::Unhold { session, inos }),
+        (loc(), lock()).prop_map(|(loc, lock)| Request::Reclaim { loc, lock }),
     ]
 }
 

@@ -20,6 +20,7 @@
 //! Nothing here does I/O; the crate is the contract between the others.
 
 mod around;
+pub mod lock_table;
 mod error;
 pub mod fops;
 mod translator;

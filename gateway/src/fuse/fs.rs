@@ -88,6 +88,13 @@ impl GatewayFs {
         self
     }
 
+    /// Share the record of lock owners with the poll loops (which reclaim
+    /// locks from a restarted server).
+    pub fn with_locks(mut self, locks: Arc<LockOwners>) -> GatewayFs {
+        self.locks = locks;
+        self
+    }
+
     /// Pass the storage hosts' SELinux labels through (see `xattrs`).
     pub fn selinux(mut self, on: bool) -> GatewayFs {
         self.selinux = on;
@@ -641,10 +648,10 @@ impl Filesystem for GatewayFs {
         reply: ReplyLock,
     ) {
         let _turn = self.readers.enter();
-        let (xl, loc) = (self.xl.clone(), self.inodes.loc(ino.0));
+        let (xl, loc, locks) = (self.xl.clone(), self.inodes.loc(ino.0), self.locks.clone());
         let work = async move {
             let lock = locks::request(lock_owner.0, start, end, locks::lock_type(typ)?, pid);
-            xl.getlk(&loc?, &lock).await
+            locks.getlk(&xl, &loc?, ino.0, lock).await
         };
         self.answer(reply, work, |r, l| r.locked(l.start, l.end, locks::fcntl_type(l.typ), l.pid));
     }

@@ -551,10 +551,13 @@ pub async fn poll_loop(
     i: usize,
     server: Arc<protocol_client::ProtocolClient>,
     kc: Arc<KernelCache>,
+    locks: Arc<super::locks::LockOwners>,
     stop: impl std::future::Future<Output = ()>,
 ) {
     tokio::pin!(stop);
     let (mut acked, mut had_lease, mut backoff) = (0u64, false, Duration::from_millis(50));
+    // when the poll that last renewed the lease was sent
+    let mut renewed_at: Option<Instant> = None;
     loop {
         let sent = Instant::now();
         let r = tokio::select! {
@@ -570,6 +573,17 @@ pub async fn poll_loop(
                     // create's hold was not recorded either).
                     kc.holds.forgotten(i);
                 }
+                // A lease that ran out meanwhile (this gateway was frozen or
+                // cut off) may have cost our owners their locks there.
+                let lapsed = !cb.lease.is_zero() && renewed_at.is_some_and(|t: Instant| t.elapsed() >= cb.lease);
+                if cb.fresh || lapsed {
+                    // Its lock table may be new too (a restart), or have
+                    // dropped ours: ask back what our owners hold there,
+                    // while it waits for that (its grace), and without
+                    // holding up this lease.
+                    let (locks, server) = (locks.clone(), server.clone());
+                    tokio::spawn(async move { locks.server_restarted(i, &server).await });
+                }
                 if cb.fresh && had_lease {
                     // The server forgot us (restart): we may have missed some.
                     tracing::info!(server = %server.describe(), "kernel-cache session renewed from scratch; dropping the kernel's caches");
@@ -579,6 +593,7 @@ pub async fn poll_loop(
                 acked = cb.seq;
                 kc.holds.applied(i, acked);
                 if !cb.lease.is_zero() {
+                    renewed_at = Some(sent);
                     // A little short of the server's count, for clock-rate drift.
                     kc.renew(i, sent + cb.lease - cb.lease / 32);
                     had_lease = true;

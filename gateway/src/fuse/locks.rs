@@ -19,7 +19,12 @@
 //! fuser 0.18 does not pass FUSE_LK_FLOCK, so flock locks travel as whole-file
 //! POSIX locks of the open file (as Linux's NFS client emulates flock): a
 //! flock and an fcntl lock on one file conflict here, unlike on a local disk.
+//!
+//! What each owner was granted is remembered ([`Granted`]) and asked back
+//! when the file's ordering server restarts; an owner whose locks could not
+//! be is told so by EIO on its next lock call on the file.
 
+use super::reclaim::Granted;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
@@ -72,37 +77,97 @@ struct State {
 }
 
 /// Which owners locked what through this gateway.
-#[derive(Default)]
 pub struct LockOwners {
     state: Mutex<State>,
+    /// what they were granted, for a restarted server
+    granted: Granted,
+}
+
+impl Default for LockOwners {
+    fn default() -> LockOwners {
+        LockOwners::new(1)
+    }
 }
 
 impl LockOwners {
+    /// For a volume of `servers` storage servers.
+    pub fn new(servers: usize) -> LockOwners {
+        LockOwners { state: Mutex::default(), granted: Granted::new(servers) }
+    }
+
+    /// Show the reclaims and lost locks in `registry`.
+    pub fn register_metrics(&self, registry: &prometheus::Registry) -> prometheus::Result<()> {
+        self.granted.register(registry)
+    }
+
+    /// Storage server `i` (reached by `client`) answered a poll as one that
+    /// does not know this gateway (it restarted), or after this gateway's
+    /// lease there ran out (it may have dropped our locks): ask back the
+    /// locks held on the files it orders.
+    pub async fn server_restarted(&self, i: usize, client: &protocol_client::ProtocolClient) {
+        self.granted.reclaim(i, client).await;
+    }
+
+    /// F_GETLK. A restarted server answers "not yet" during its grace: ask again.
+    pub async fn getlk(&self, xl: &Next, loc: &Loc, ino: u64, lock: Lock) -> FsResult<Lock> {
+        if self.granted.take_lost(ino, lock.owner) {
+            return Err(FsError::EIO);
+        }
+        loop {
+            let sent = Instant::now();
+            // held by the server through a grace after its restart: each ask
+            // gets its own deadline, as a blocking setlk's
+            match protocol_client::operation(xl.getlk(loc, &lock)).await {
+                Err(e) if e.errno() == libc::EAGAIN => {
+                    if sent.elapsed() < BUSY_BACKOFF {
+                        tokio::time::sleep(BUSY_BACKOFF).await;
+                    }
+                }
+                r => return r,
+            }
+        }
+    }
+
     /// Take, change or drop a lock (through `fh`), asking again while a
     /// blocking request is told "not yet".
     pub async fn setlk(&self, xl: &Next, loc: &Loc, ino: u64, fh: u64, lock: Lock, sleep: bool) -> FsResult<()> {
+        if self.granted.take_lost(ino, lock.owner) {
+            // Its locks on the file went with a server's restart.
+            return Err(FsError::EIO);
+        }
         if lock.typ != LockType::Unlock {
             self.note(ino, lock.owner, fh)?;
         }
         if !sleep {
-            return xl.setlk(loc, &lock, false).await;
+            return self.ask(xl, loc, ino, &lock, false).await;
         }
         let stop = self.wait_start(ino, lock.owner);
-        let result = self.keep_asking(xl, loc, &lock, &stop).await;
+        let result = self.keep_asking(xl, loc, ino, &lock, &stop).await;
         self.wait_end(ino, lock.owner, &stop);
         result
     }
 
-    async fn keep_asking(&self, xl: &Next, loc: &Loc, lock: &Lock, stop: &AtomicBool) -> FsResult<()> {
+    /// One request, not crossing a reclaim of the file; what it grants (or
+    /// drops) is remembered.
+    async fn ask(&self, xl: &Next, loc: &Loc, ino: u64, lock: &Lock, wait: bool) -> FsResult<()> {
+        let _g = self.granted.guard(ino).read().await;
+        let r = xl.setlk(loc, lock, wait).await;
+        if r.is_ok() || lock.typ == LockType::Unlock {
+            self.granted.note(ino, loc.fid, lock);
+        }
+        r
+    }
+
+    async fn keep_asking(&self, xl: &Next, loc: &Loc, ino: u64, lock: &Lock, stop: &AtomicBool) -> FsResult<()> {
         loop {
             let sent = Instant::now();
             // Each ask is held by the server for a while: it gets its own
             // deadline (the request as a whole waits until granted).
-            let r = protocol_client::operation(xl.setlk(loc, lock, true)).await;
+            let r = protocol_client::operation(self.ask(xl, loc, ino, lock, true)).await;
             if stop.load(SeqCst) {
                 // The owner closed the file while waiting: nobody wants it.
                 if r.is_ok() {
-                    let _ = xl.setlk(loc, &Lock { typ: LockType::Unlock, ..*lock }, false).await;
+                    let _ = self.ask(xl, loc, ino, &Lock { typ: LockType::Unlock, ..*lock }, false).await;
                 }
                 return Err(FsError(libc::EINTR));
             }
@@ -145,8 +210,17 @@ impl LockOwners {
             pending || used
         };
         if !had {
+            self.granted.forget(ino, owner);
             return Ok(());
         }
+        self.drop_owner(xl, loc, ino, owner).await
+    }
+
+    /// Unlock all of `owner`'s locks on the file: it closed it, so nothing
+    /// of it is asked back or reported lost any more.
+    async fn drop_owner(&self, xl: &Next, loc: &Loc, ino: u64, owner: u64) -> FsResult<()> {
+        let _g = self.granted.guard(ino).read().await;
+        self.granted.forget(ino, owner);
         xl.setlk(loc, &unlock_all(owner), false).await
     }
 
@@ -171,7 +245,7 @@ impl LockOwners {
         owners.sort_unstable();
         owners.dedup();
         for owner in owners {
-            if let Err(e) = xl.setlk(loc, &unlock_all(owner), false).await {
+            if let Err(e) = self.drop_owner(xl, loc, ino, owner).await {
                 tracing::warn!(path = %loc.path, ?e, "dropping a closed file's locks failed");
             }
         }

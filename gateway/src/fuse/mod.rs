@@ -13,6 +13,7 @@ pub mod holds;
 pub mod inodes;
 pub mod kernel_cache;
 pub mod locks;
+mod reclaim;
 mod listing;
 mod memo;
 mod names;

@@ -172,6 +172,15 @@ impl ProtocolClient {
         }
     }
 
+    /// Ask back `lock`, granted to one of this gateway's owners before the
+    /// server restarted (ENOLCK: it is lost; see `protocol_server::locks`).
+    pub async fn reclaim(&self, loc: xlator::Loc, lock: xlator::Lock) -> FsResult<()> {
+        match self.call(Request::Reclaim { loc, lock }, 0).await? {
+            Reply::Unit => Ok(()),
+            other => Err(self.unexpected("reclaim", &other)),
+        }
+    }
+
     /// One round trip. Transport failures and timeouts become EIO; so does
     /// any call while the server is marked down (see `health`). A call
     /// waits at most what its operation has left of the op timeout
@@ -234,7 +243,8 @@ impl ProtocolClient {
 /// Requests a server may hold before answering (a poll for a quarter lease,
 /// a blocking lock for a few seconds): their silence says nothing of its health.
 fn held_on_purpose(req: &Request) -> bool {
-    matches!(req, Request::Poll { .. } | Request::Setlk { wait: true, .. })
+    // a getlk waits out a lock grace after the server restarted (≤ its HOLD)
+    matches!(req, Request::Poll { .. } | Request::Setlk { wait: true, .. } | Request::Getlk { .. })
 }
 
 fn tcp_options(o: &ClientOptions) -> TcpClientOptions {

@@ -53,20 +53,28 @@ impl ProtocolServer {
     /// Serve `top` with the default kernel-cache lease; request metrics are
     /// registered in `registry`.
     pub fn new(top: Arc<dyn Translator>, volume: Arc<Volume>, registry: &prometheus::Registry) -> ProtocolServer {
-        ProtocolServer::with_lease(top, volume, callbacks::DEFAULT_LEASE, None, registry)
+        ProtocolServer::with_lease(top, volume, callbacks::DEFAULT_LEASE, None, locks::recovery::DEFAULT_GRACE, registry)
     }
 
     /// Serve `top`, granting gateways kernel-cache leases of `lease`,
-    /// recorded in `record` (see [`callbacks`]: a restart's grace period).
+    /// recorded in `record` (see [`callbacks`]: a restart's grace period);
+    /// beside it the marker that locks may be held, and after a restart
+    /// with it a grace of `lock_grace` for gateways to reclaim them
+    /// ([`locks::recovery`]).
     pub fn with_lease(
         top: Arc<dyn Translator>,
         volume: Arc<Volume>,
         lease: std::time::Duration,
         record: Option<std::path::PathBuf>,
+        lock_grace: std::time::Duration,
         registry: &prometheus::Registry,
     ) -> ProtocolServer {
+        let marker = record.as_ref().map(|r| r.with_file_name(locks::recovery::MARKER));
         let callbacks = Callbacks::with_record(lease, record, registry);
-        let locks = Locks::new(callbacks.lease(), registry);
+        let locks = match marker {
+            Some(m) => Locks::with_recovery(callbacks.lease(), m, lock_grace, registry),
+            None => Locks::new(callbacks.lease(), registry),
+        };
         let opens = Opens::new(callbacks.lease(), registry);
         ProtocolServer { top, volume, callbacks, locks, opens, metrics: Metrics::register(registry) }
     }
@@ -95,12 +103,16 @@ impl ProtocolServer {
         match req {
             // Only in its own envelope: a peer cannot renew another
             // gateway's lease or acknowledge its invalidations.
-            Request::Poll { session: s, acked } if s == session => self.callbacks.poll(s, acked).await,
+            Request::Poll { session: s, acked } if s == session => {
+                self.locks.tidy();
+                self.callbacks.poll(s, acked).await
+            }
             Request::Poll { .. } => Err(FsError::EINVAL),
             Request::Hold { session: s, inos } if s == session => self.callbacks.hold(s, &inos),
             Request::Hold { .. } => Err(FsError::EINVAL),
             Request::Unhold { session: s, inos } if s == session => self.callbacks.unhold(s, &inos).map(|()| Reply::Unit),
             Request::Unhold { .. } => Err(FsError::EINVAL),
+            Request::Reclaim { loc, lock } => self.locks.reclaim(session, &loc, lock, &self.callbacks).map(|()| Reply::Unit),
             Request::GetVolumeConfig {} => {
                 let config = self.volume.current();
                 Ok(Reply::Config { accepted: false, fence: self.volume.fences.open(&config), config })
@@ -116,7 +128,7 @@ impl ProtocolServer {
                 }
                 Ok(Reply::Config { accepted, fence: self.volume.fences.open(&config), config })
             }
-            Request::Getlk { loc, lock } => self.locks.getlk(session, &loc, lock, &self.callbacks).map(Reply::Lock),
+            Request::Getlk { loc, lock } => self.locks.getlk(session, &loc, lock, &self.callbacks).await.map(Reply::Lock),
             Request::Setlk { loc, lock, wait } => {
                 self.locks.setlk(session, &loc, lock, wait, &self.callbacks).await.map(|()| Reply::Unit)
             }
@@ -157,7 +169,7 @@ macro_rules! call_translator {
             match req {
                 $( Request::$v { $($a),* } => x.$m($($a.as_param()),*).await.map(ReplyShape::into_reply), )*
                 Request::GetVolumeConfig {} | Request::SetVolumeConfig { .. } | Request::Poll { .. } | Request::Hold { .. }
-                | Request::Unhold { .. } => {
+                | Request::Unhold { .. } | Request::Reclaim { .. } => {
                     Err(FsError::ENOSYS)
                 }
             }

@@ -8,6 +8,9 @@
 //!      conflict with a dead holder (its gateway stopped polling, lease over):
 //!                                    drop all that gateway's locks, look again
 //!      no conflict:                  set it ([`table`]), wake the waiters
+//!  after a restart, during the grace ([`recovery`]):
+//!    gateway G ── Reclaim{fid, lock} ──> granted unless it conflicts
+//!    anyone    ── Setlk (a new lock) ──> EAGAIN, or held until the grace ends
 //! ```
 //!
 //! Locks live in this table only (the model is GlusterFS `features/locks`):
@@ -15,12 +18,16 @@
 //! lock belongs to a gateway session and lives as long as that gateway's
 //! kernel-cache lease ([`crate::callbacks`]). Stripe sends every lock request
 //! of a file to one server, so this table decides alone. A restarted server
-//! starts with no locks. Everything is bounded: locks per file, per session
-//! and in all ([`MAX_PER_FILE`], [`MAX_PER_SESSION`], [`MAX_LOCKS`]; past them
-//! ENOLCK), and requests held waiting ([`MAX_WAITERS`]; past it EAGAIN at
-//! once, and the gateway asks again).
+//! starts with no locks, and gets back those gateways still hold by their
+//! reclaims during a grace period ([`recovery`]). Everything is bounded:
+//! locks per file, per session and in all ([`MAX_PER_FILE`],
+//! [`MAX_PER_SESSION`], [`MAX_LOCKS`]; past them ENOLCK), and requests held
+//! waiting ([`MAX_WAITERS`]; past it EAGAIN at once, and the gateway asks
+//! again).
 
-pub mod table;
+pub mod recovery;
+
+use xlator::lock_table as table;
 
 use crate::callbacks::Callbacks;
 use prometheus::{IntCounterVec, IntGauge, Opts, Registry};
@@ -32,7 +39,7 @@ use table::{FileLocks, Held, Holder};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use wire::NO_SESSION;
-use xlator::{FileId, FsError, FsResult, Loc, Lock, LockType};
+use xlator::{FileId, FsError, FsResult, Loc, Lock, LockKind, LockType};
 
 /// Locks on one file.
 pub const MAX_PER_FILE: usize = 4096;
@@ -59,6 +66,13 @@ struct State {
     last_sweep: Option<Instant>,
     /// blocking requests held, per session
     waiting: HashMap<u64, usize>,
+    /// applications' locks held (not the gateways' append locks): what a
+    /// restart would make gateways reclaim
+    app_locks: usize,
+    /// whether the marker "locks may be held" is on disk ([`recovery`])
+    marked: bool,
+    /// since when no application lock is held
+    emptied: Option<Instant>,
 }
 
 struct Metrics {
@@ -70,6 +84,10 @@ struct Metrics {
     waiters: IntGauge,
     /// `imca_storage_locks_reclaimed_total`: dropped when their gateway's lease ran out
     reclaimed: prometheus::IntCounter,
+    /// `imca_storage_lock_reclaims_total{outcome}`: gateways' reclaims after a restart
+    reclaims: IntCounterVec,
+    /// `imca_storage_lock_grace`: 1 while the grace after a restart lasts
+    grace: IntGauge,
 }
 
 impl Metrics {
@@ -86,11 +104,23 @@ impl Metrics {
             "Locks dropped because their gateway's lease ran out",
         )
         .expect("valid metric");
+        let reclaims = IntCounterVec::new(
+            Opts::new(
+                "imca_storage_lock_reclaims_total",
+                "Locks gateways asked back after this server restarted, by outcome (granted, held: it still was, late: after the grace, conflict, refused: the table was full)",
+            ),
+            &["outcome"],
+        )
+        .expect("valid metric");
+        let grace = IntGauge::new("imca_storage_lock_grace", "1 while the grace after a restart lasts (gateways reclaim their locks; no new lock is granted)")
+            .expect("valid metric");
+        let _ = registry.register(Box::new(reclaims.clone()));
+        let _ = registry.register(Box::new(grace.clone()));
         let _ = registry.register(Box::new(requests.clone()));
         let _ = registry.register(Box::new(held.clone()));
         let _ = registry.register(Box::new(waiters.clone()));
         let _ = registry.register(Box::new(reclaimed.clone()));
-        Metrics { requests, held, waiters, reclaimed }
+        Metrics { requests, held, waiters, reclaimed, reclaims, grace }
     }
 
     fn count(&self, op: &str, outcome: &str) {
@@ -107,6 +137,10 @@ pub struct Locks {
     /// how long a session's lease lasts (grace for a gateway not yet polling)
     lease: Duration,
     hold: Duration,
+    /// after a restart, no new lock is granted before then ([`recovery`])
+    grace_until: Instant,
+    /// the marker file that says locks may be held (None: none kept)
+    marker: Option<std::path::PathBuf>,
     metrics: Metrics,
 }
 
@@ -140,14 +174,25 @@ impl Locks {
             waiters: AtomicUsize::new(0),
             lease,
             hold,
+            grace_until: Instant::now(),
+            marker: None,
             metrics: Metrics::register(registry),
         }
     }
 
     /// F_GETLK from `session`: the lock blocking `lock`, or `lock` unlocked.
-    pub fn getlk(&self, session: u64, loc: &Loc, lock: Lock, live: &Callbacks) -> FsResult<Lock> {
+    /// During the grace the table does not know every lock yet: the answer
+    /// waits for its end (up to the hold time; then EAGAIN, ask again).
+    pub async fn getlk(&self, session: u64, loc: &Loc, lock: Lock, live: &Callbacks) -> FsResult<Lock> {
         table::check(&lock)?;
         let fid = loc.fid.ok_or(FsError::EINVAL)?;
+        if self.in_grace() && lock.kind != LockKind::Append {
+            tokio::time::sleep_until(self.grace_until.min(Instant::now() + self.hold)).await;
+            if self.in_grace() {
+                self.metrics.count("getlk", "grace");
+                return Err(FsError(libc::EAGAIN));
+            }
+        }
         let holder = Holder { session, owner: lock.owner };
         let mut st = self.state.lock().unwrap();
         match self.live_conflict(&mut st, fid, holder, &lock, live) {
@@ -180,7 +225,10 @@ impl Locks {
             let released = self.released.notified();
             tokio::pin!(released);
             released.as_mut().enable();
-            {
+            // During the grace only reclaims take locks: a new one could
+            // collide with one not reclaimed yet.
+            let grace = self.in_grace() && lock.typ != LockType::Unlock && lock.kind != LockKind::Append;
+            if !grace {
                 let mut st = self.state.lock().unwrap();
                 if self.live_conflict(&mut st, fid, holder, &lock, live).is_none() {
                     let r = self.set(&mut st, fid, holder, &lock);
@@ -189,7 +237,7 @@ impl Locks {
                 }
             }
             if !wait {
-                self.metrics.count("setlk", "conflict");
+                self.metrics.count("setlk", if grace { "grace" } else { "conflict" });
                 return Err(FsError(libc::EAGAIN));
             }
             if waiting.is_none() {
@@ -205,7 +253,10 @@ impl Locks {
             }
             // Look again on a release, and now and then to notice a holder
             // whose lease ran out.
-            let recheck = (now + (self.lease / 2).max(Duration::from_millis(10))).min(deadline);
+            let mut recheck = (now + (self.lease / 2).max(Duration::from_millis(10))).min(deadline);
+            if grace {
+                recheck = recheck.min(self.grace_until);
+            }
             let _ = tokio::time::timeout_at(recheck, released).await;
         }
     }
@@ -249,6 +300,7 @@ impl Locks {
             return;
         }
         st.last_sweep = Some(now);
+        self.tidy_marker(st);
         let dead: Vec<u64> = st.sessions.keys().copied().filter(|s| self.dead(st, *s, live)).collect();
         for s in dead {
             self.drop_session(st, s);
@@ -256,11 +308,17 @@ impl Locks {
     }
 
     fn drop_session(&self, st: &mut State, session: u64) {
-        let mut dropped = 0;
+        let (mut dropped, mut app_dropped) = (0, 0);
         st.files.retain(|_, f| {
+            let app_before = recovery::app_count(f);
             dropped += f.drop_session(session);
+            app_dropped += app_before - recovery::app_count(f);
             !f.is_empty()
         });
+        st.app_locks -= app_dropped;
+        if st.app_locks == 0 {
+            st.emptied = Some(Instant::now());
+        }
         st.sessions.remove(&session);
         st.total -= dropped;
         self.metrics.reclaimed.inc_by(dropped as u64);
@@ -286,8 +344,21 @@ impl Locks {
                 return Err(FsError(libc::ENOLCK));
             }
         }
+        let app = lock.kind != LockKind::Append;
+        if app && lock.typ != LockType::Unlock {
+            // Before the grant: a restart must know to wait for its reclaim.
+            self.mark(st)?;
+        }
         let file = st.files.entry(fid).or_default();
+        let app_before = if app { recovery::app_count(file) } else { 0 };
         file.set(holder, lock);
+        if app {
+            st.app_locks = st.app_locks + recovery::app_count(st.files.get(&fid).expect("just set")) - app_before;
+            if st.app_locks == 0 {
+                st.emptied = Some(Instant::now());
+            }
+        }
+        let file = st.files.get(&fid).expect("just set");
         let (after, len_after) = (file.count(holder.session), file.len());
         if len_after == 0 {
             st.files.remove(&fid);

@@ -2,6 +2,7 @@
 //! side (waiting, leases) on tokio's paused clock.
 
 use super::table::{FileLocks, Held, Holder};
+use super::recovery::MARKER;
 use super::*;
 use std::sync::Arc;
 use xlator::{LockKind, LOCK_TO_EOF};
@@ -126,9 +127,9 @@ async fn a_conflict_fails_or_waits_until_released() {
     tokio::task::yield_now().await;
     locks.setlk(1, &file(), lk(LockType::Write, 0, 99), false, &cb).await.unwrap();
     assert_eq!(locks.setlk(2, &file(), lk(LockType::Read, 50, 60), false, &cb).await, Err(FsError(libc::EAGAIN)));
-    let got = locks.getlk(2, &file(), lk(LockType::Read, 50, 60), &cb).unwrap();
+    let got = locks.getlk(2, &file(), lk(LockType::Read, 50, 60), &cb).await.unwrap();
     assert_eq!((got.typ, got.start, got.end, got.pid), (LockType::Write, 0, 99, 42));
-    assert_eq!(locks.getlk(2, &file(), lk(LockType::Read, 100, 200), &cb).unwrap().typ, LockType::Unlock);
+    assert_eq!(locks.getlk(2, &file(), lk(LockType::Read, 100, 200), &cb).await.unwrap().typ, LockType::Unlock);
 
     let waiter = {
         let (locks, cb) = (locks.clone(), cb.clone());
@@ -212,4 +213,97 @@ async fn one_file_holds_a_bounded_number_of_locks() {
     locks.setlk(1, &file(), lk(LockType::Unlock, 0, LOCK_TO_EOF), false, &cb).await.unwrap();
     assert_eq!(locks.state.lock().unwrap().total, 0);
     assert!(locks.state.lock().unwrap().files.is_empty());
+}
+
+const GRACE: Duration = Duration::from_secs(5);
+
+/// A server whose marker lives in `dir` (restarted: one more call).
+fn restarted(dir: &std::path::Path) -> Arc<Locks> {
+    Arc::new(Locks::with_recovery(LEASE, dir.join(MARKER), GRACE, &Registry::new()))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_first_start_has_no_grace_and_the_marker_follows_the_locks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, cb) = server();
+    keep_polling(&cb, &[1]);
+    tokio::task::yield_now().await;
+    let locks = restarted(dir.path());
+    assert!(!locks.in_grace(), "no marker: nothing to reclaim");
+    locks.setlk(1, &file(), lk(LockType::Write, 0, 9), false, &cb).await.unwrap();
+    assert!(dir.path().join(MARKER).exists(), "written before the first lock is granted");
+    // A restart now would wait for reclaims.
+    assert!(restarted(dir.path()).in_grace());
+    locks.setlk(1, &file(), lk(LockType::Unlock, 0, LOCK_TO_EOF), false, &cb).await.unwrap();
+    locks.tidy();
+    assert!(dir.path().join(MARKER).exists(), "kept a lease after the last unlock");
+    tokio::time::sleep(LEASE).await;
+    locks.tidy();
+    assert!(!dir.path().join(MARKER).exists(), "gone once no lock was held for a lease");
+    assert!(!restarted(dir.path()).in_grace());
+    // The gateways' append locks never need a reclaim.
+    let append = Lock { kind: LockKind::Append, ..lk(LockType::Write, 0, LOCK_TO_EOF) };
+    locks.setlk(1, &file(), append, false, &cb).await.unwrap();
+    assert!(!dir.path().join(MARKER).exists());
+}
+
+#[tokio::test(start_paused = true)]
+async fn during_the_grace_only_reclaims_take_locks() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(MARKER), b"").unwrap();
+    let (_, cb) = server();
+    keep_polling(&cb, &[1, 2]);
+    tokio::task::yield_now().await;
+    let locks = restarted(dir.path());
+    let started = Instant::now();
+    assert!(locks.in_grace());
+    assert_eq!(locks.metrics.grace.get(), 1);
+    // A new lock, even on a free range, could collide with one not reclaimed yet.
+    assert_eq!(locks.setlk(2, &file(), lk(LockType::Read, 100, 199), false, &cb).await, Err(FsError(libc::EAGAIN)));
+    // Unlocks and the gateways' append locks go through.
+    locks.setlk(2, &file(), lk(LockType::Unlock, 0, LOCK_TO_EOF), false, &cb).await.unwrap();
+    let append = Lock { kind: LockKind::Append, ..lk(LockType::Write, 0, LOCK_TO_EOF) };
+    locks.setlk(2, &file(), append, false, &cb).await.unwrap();
+    // Gateway 1 reclaims what its owner held; gateway 2 cannot reclaim over it.
+    locks.reclaim(1, &file(), lk(LockType::Write, 0, 9), &cb).unwrap();
+    assert_eq!(locks.reclaim(2, &file(), lk(LockType::Read, 5, 5), &cb), Err(FsError(libc::ENOLCK)));
+    locks.reclaim(1, &file(), lk(LockType::Write, 0, 9), &cb).unwrap(); // sent twice: still held
+    assert_eq!(locks.reclaim(1, &file(), lk(LockType::Unlock, 0, 9), &cb), Err(FsError::EINVAL));
+    // A blocking request for a free range waits for the end of the grace.
+    let waiter = {
+        let (locks, cb) = (locks.clone(), cb.clone());
+        tokio::spawn(async move { locks.setlk(2, &file(), lk(LockType::Write, 50, 59), true, &cb).await })
+    };
+    // F_GETLK waits for the grace too (its answer might miss a lock not reclaimed yet).
+    assert_eq!(locks.getlk(2, &file(), lk(LockType::Read, 0, 0), &cb).await, Err(FsError(libc::EAGAIN)));
+    assert_eq!(started.elapsed(), HOLD);
+    assert!(!waiter.is_finished());
+    let got = locks.getlk(2, &file(), lk(LockType::Read, 0, 0), &cb).await.unwrap();
+    assert_eq!(started.elapsed(), GRACE);
+    assert_eq!((got.typ, got.start, got.end), (LockType::Write, 0, 9), "the reclaimed lock holds");
+    // (its hold ran out during the grace: asked again, as the gateway does)
+    assert_eq!(waiter.await.unwrap(), Err(FsError(libc::EAGAIN)));
+    locks.setlk(2, &file(), lk(LockType::Write, 50, 59), true, &cb).await.unwrap();
+    assert_eq!(locks.setlk(2, &file(), lk(LockType::Write, 0, 0), false, &cb).await, Err(FsError(libc::EAGAIN)));
+    locks.tidy();
+    assert_eq!(locks.metrics.grace.get(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_the_grace_a_reclaim_is_refused_unless_still_held() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(MARKER), b"").unwrap();
+    let (_, cb) = server();
+    keep_polling(&cb, &[1, 2]);
+    tokio::task::yield_now().await;
+    let locks = restarted(dir.path());
+    locks.reclaim(1, &file(), lk(LockType::Read, 0, 99), &cb).unwrap();
+    tokio::time::sleep(GRACE).await;
+    // Late: someone may have the range by now; the gateway reports it lost.
+    assert_eq!(locks.reclaim(2, &file(), lk(LockType::Read, 0, 9), &cb), Err(FsError(libc::ENOLCK)));
+    assert_eq!(locks.reclaim(1, &file(), lk(LockType::Write, 0, 9), &cb), Err(FsError(libc::ENOLCK)), "held as read, not write");
+    // What it holds (a part of it too) is confirmed: a server that did not restart.
+    locks.reclaim(1, &file(), lk(LockType::Read, 10, 19), &cb).unwrap();
+    let count = |o: &str| locks.metrics.reclaims.with_label_values(&[o]).get();
+    assert_eq!((count("granted"), count("late"), count("held")), (1, 2, 1));
 }

@@ -14,8 +14,14 @@
 //! of different holders conflict where they overlap and one is a write
 //! lock; locks of different families (POSIX, flock, the gateways' append
 //! lock) never conflict with each other.
+//!
+//! Two users: a storage server's lock table (`protocol_server::locks`), and
+//! each gateway's record of what its own lock owners were granted
+//! (`gateway::fuse::locks`), which it sends back as reclaims when a server
+//! restarted. Both apply the same rules, so the record is exactly the
+//! server's locks of that gateway.
 
-use xlator::{Lock, LockKind, LockType, FsError, FsResult, LOCK_TO_EOF};
+use crate::{FsError, FsResult, Lock, LockKind, LockType, LOCK_TO_EOF};
 
 /// Who holds a lock: a lock owner (FUSE's `lock_owner`) of one gateway.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -132,6 +138,17 @@ impl FileLocks {
             }
         });
         self.held.push(new);
+    }
+
+    /// Whether `holder` holds `lock` already (one of its locks, of the same
+    /// family and type, covers the range: its touching locks of one type are
+    /// merged, so one is enough).
+    pub fn covers(&self, holder: Holder, lock: &Lock) -> bool {
+        let write = lock.typ == LockType::Write;
+        lock.typ != LockType::Unlock
+            && self.held.iter().any(|h| {
+                h.holder == holder && h.kind == lock.kind && h.write == write && h.start <= lock.start && lock.end <= h.end
+            })
     }
 
     /// Drop every lock of `session`; returns how many went.
