@@ -192,16 +192,6 @@ fn trickling_connections_to_the_admin_api_never_keep_the_token_holder_out() {
     assert!(slowest < Duration::from_secs(2), "the token holder waited {slowest:?}");
 }
 
-fn xattr(path: &std::path::Path, name: &str) -> String {
-    let p = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    let n = std::ffi::CString::new(name).unwrap();
-    let mut buf = [0u8; 256];
-    // SAFETY: valid C strings and a buffer of the length given.
-    let len = unsafe { libc::getxattr(p.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
-    assert!(len > 0, "getxattr {name} on {}: {}", path.display(), std::io::Error::last_os_error());
-    String::from_utf8(buf[..len as usize].to_vec()).unwrap()
-}
-
 #[test]
 fn forged_bank_values_under_the_right_keys_do_not_reach_applications() {
     // The kernel's cache off: every stat and read must ask the bank, where
@@ -225,7 +215,7 @@ fn forged_bank_values_under_the_right_keys_do_not_reach_applications() {
         config["epoch"].as_u64().unwrap(),
         config["block_size"].as_u64().unwrap() as u32,
     );
-    let fid = xlator::FileId::from_hex(&xattr(&c.export(0).join("root-only"), "user.imca.fid")).unwrap();
+    let fid = xlator::FileId::from_hex(&common::xattr(&c.export(0).join("root-only"), "user.imca.fid")).unwrap();
     let (skey, bkey) = (keys.stat(fid), keys.block(fid, 0));
     let node = memcache::Client::connect(format!("memcache://{}?protocol=ascii", c.cache_addrs()[0])).unwrap();
     // The gateway stores what it read after answering (a queued cas): wait

@@ -81,17 +81,6 @@ impl Insider {
     }
 }
 
-/// `getxattr` of a path, as text.
-fn xattr(path: &std::path::Path, name: &str) -> String {
-    let p = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    let n = std::ffi::CString::new(name).unwrap();
-    let mut buf = [0u8; 256];
-    // SAFETY: valid C strings and a buffer of the length given.
-    let len = unsafe { libc::getxattr(p.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
-    assert!(len > 0, "getxattr {name} on {}: {}", path.display(), std::io::Error::last_os_error());
-    String::from_utf8(buf[..len as usize].to_vec()).unwrap()
-}
-
 fn replay_is_refused(cache: Cache) {
     let mut c = ClusterSpec::new().storage(2).cache(cache).gateways(1).kernel_cache(false).start();
     std::fs::set_permissions(c.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -109,7 +98,7 @@ fn replay_is_refused(cache: Cache) {
         config["epoch"].as_u64().unwrap(),
         config["block_size"].as_u64().unwrap() as u32,
     );
-    let fid = xlator::FileId::from_hex(&xattr(&c.export(0).join("diary"), "user.imca.fid")).unwrap();
+    let fid = xlator::FileId::from_hex(&common::xattr(&c.export(0).join("diary"), "user.imca.fid")).unwrap();
     let (skey, bkey) = (keys.stat(fid).key, keys.block(fid, 0).key);
 
     // The 0644 attributes and the old block, as they sit in the bank.

@@ -688,3 +688,14 @@ pub fn fid_of(p: &Path) -> String {
     assert!(len > 0, "no id on {}", p.display());
     String::from_utf8_lossy(&buf[..len as usize]).into_owned()
 }
+
+/// `getxattr` of a path, as text (e.g. `user.imca.fid` in an export).
+pub fn xattr(path: &Path, name: &str) -> String {
+    let p = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    let n = std::ffi::CString::new(name).unwrap();
+    let mut buf = [0u8; 256];
+    // SAFETY: valid C strings and a buffer of the length given.
+    let len = unsafe { libc::getxattr(p.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    assert!(len > 0, "getxattr {name} on {}: {}", path.display(), std::io::Error::last_os_error());
+    String::from_utf8(buf[..len as usize].to_vec()).unwrap()
+}
