@@ -58,7 +58,8 @@ pub struct Args {
     /// Stripe unit in bytes (suffixes K, M accepted); a power of two ≥ 4K.
     #[arg(long, default_value = "128K", value_parser = parse_size)]
     pub stripe_unit: u64,
-    /// A storage request that takes longer than this many seconds fails with EIO.
+    /// No operation waits longer than this many seconds for the storage
+    /// servers (it fails with EIO); keep it above 3 for blocking locks.
     #[arg(long, default_value_t = 10.0)]
     pub timeout: f64,
     /// Let the kernel cache entries, attributes and pages (`on`, the
@@ -159,6 +160,12 @@ pub fn main(args: Args) -> anyhow::Result<()> {
 pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
     let mountpoint = mount::prepare(&args.mountpoint)?;
     let timeout = Duration::from_secs_f64(args.timeout.max(0.001));
+    if timeout <= wire::LOCK_HOLD {
+        // A server holds a blocking lock request this long before "ask
+        // again": a shorter timeout fails a contended F_SETLKW with EIO.
+        tracing::warn!(timeout = ?timeout, "--timeout is not above the servers' hold of a blocking lock request \
+            ({:?}): a blocking fcntl/flock that waits that long fails with EIO", wire::LOCK_HOLD);
+    }
     let rdma = transport::select::use_rdma(args.transport, "gateway").map_err(anyhow::Error::msg)?;
     let secret = args.credentials.load()?;
     let rpc_key = secret.as_ref().map(|s| s.key(secret::Purpose::RpcHandshake));

@@ -34,6 +34,11 @@ pub use callback::{Invalidation, NO_SESSION};
 pub use reply::{decode_reply, encode_reply, Reply, ReplyMsg, ReplyShape};
 pub use request::{Op, Request, MAX_HOLD};
 
+/// How long a server holds a blocking lock request (`Setlk` with `wait`)
+/// before it answers "ask again" (EAGAIN): part of the protocol, since a
+/// client's timeout must be longer.
+pub const LOCK_HOLD: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Why a head could not be decoded.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum WireError {

@@ -54,7 +54,7 @@ pub const MAX_WAITERS: usize = 4096;
 pub const MAX_WAITERS_PER_SESSION: usize = 32;
 /// How long a blocking request is held before the gateway is told to ask
 /// again (well inside the gateway's 10 s operation timeout).
-pub const HOLD: Duration = Duration::from_secs(3);
+pub const HOLD: Duration = wire::LOCK_HOLD;
 
 #[derive(Default)]
 struct State {
