@@ -72,6 +72,14 @@ panel("Answered by the gateway itself/s", [(f'sum by (op) (rate(imca_gateway_ans
 panel("Callbacks/s by outcome (servers)", [(f'sum by (outcome) (rate(imca_storage_callbacks_total[{R}])) or vector(0)', "{{outcome}}")], unit="ops", desc="acked: a gateway holding what a mutation changed acknowledged before the reply; expired: it did not answer within its lease (frozen, partitioned); not_held: queued for a gateway that holds none of it, nobody waited (0 with one gateway)")
 panel("Inodes held per server (leases)", [("imca_storage_kernel_cache_holds", "{{instance}}"), ("imca_storage_kernel_cache_sessions", "{{instance}} sessions")], desc="Inodes gateways told each server their kernels may cache; a mutation waits only for the gateways that hold what it changes. A gateway past 2^20 is waited for on every change")
 
+newrow("Faults and recovery")
+panel("Storage servers up (gateways)", [("min by (server) (imca_gateway_storage_server_up)", "{{server}}")], minmax=(0, 1), desc="0: a gateway marked the server down after it missed a deadline; its calls fail at once (EIO) until a probe finds it back")
+panel("Bank bypassed (gateways)", [("imca_gateway_bank_bypassed", "{{instance}}"), (f"sum (increase(imca_gateway_bank_bypassed_seconds_total[{R}]))", "seconds bypassed")], desc="1 while a gateway's config lease ran out and it serves without the bank; seconds are added as each episode ends")
+panel("Heals pending, writes failed part-way", [("sum (imca_gateway_heals_pending)", "names to heal"), ("sum (imca_gateway_writes_failed_partway_total)", "writes failed part-way"), ("max (imca_gateway_heal_sweep_needed)", "full sweep waiting")], desc="Names an operation left different between servers, healed in the background once they answer; writes that returned EIO after some stripe units were written (the gateway log names each file)")
+panel("Locks: grace and losses", [("max (imca_storage_lock_grace)", "servers in a lock grace"), ("sum (imca_gateway_locks_lost_total)", "locks lost (holders told EIO)")], desc="After a restart a server grants no new lock while gateways reclaim theirs; a lock that could not be reclaimed is reported to its holder")
+panel("Cache nodes without a login", [("max by (node) (imca_bank_node_open) or vector(0)", "{{node}}")], minmax=(0, 1), desc="1: the node served a request made without a login (anyone may write it); the volume's daemons use it only with --cache-allow-open-nodes")
+panel("Connections refused or shed (cache nodes)", [(f"sum by (reason) (rate(imca_cache_node_connections_rejected_total[{R}])) or vector(0)", "{{reason}}")], unit="ops", desc="conn_limit, peer_limit (one local user or host over its share), login_shed and login_timeout (connections that never logged in)")
+
 dash = {
     "uid": "imca-overview", "title": "IMCa overview", "tags": ["imca"], "timezone": "browser", "schemaVersion": 39, "version": 1,
     "editable": True, "refresh": "10s", "time": {"from": "now-30m", "to": "now"},
