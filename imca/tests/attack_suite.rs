@@ -4,7 +4,7 @@
 //! refused, answered as a miss, or bounded, with the daemons alive and no
 //! data changed. Lower-level reproductions of the same bullets live next
 //! to the code they exercise (storage-server/tests/{client_trust,bounds}.rs,
-//! transport/tests/{auth,bounds,tls}.rs, xlators/posix/tests/space.rs,
+//! transport/tests/{auth,bounds,tls}.rs, server-translator/posix/tests/space.rs,
 //! imca/tests/ops_admin.rs for the admin API); docs/operations.md lists them.
 
 mod common;
