@@ -23,13 +23,15 @@ mod around;
 pub mod lock_table;
 mod error;
 pub mod fops;
+mod stateful;
 mod translator;
 pub mod types;
 mod written;
 
 pub use error::{FsError, FsResult};
 pub use around::{Around, Wrap};
-pub use fops::{AsParam, Fop, ToWire};
+pub use fops::{AsParam, Fop, OpClass, ToWire};
+pub use stateful::{InGraph, Stateful};
 pub use translator::{Next, Removed, Renamed, Translator};
 pub use types::*;
 
