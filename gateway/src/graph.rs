@@ -62,7 +62,7 @@ pub fn build(leaves: Vec<Next>, cfg: &GraphConfig, registry: &prometheus::Regist
 // `GraphConfig`; the volume's live CacheConfig comes from the storage servers.
 fn cmcache(below: Next, cfg: &GraphConfig, registry: &prometheus::Registry) -> Next {
     match &cfg.volume_config {
-        Some(rx) => Arc::new(
+        Some(rx) => xlator::InGraph::node(
             cmcache::CmCache::new(below, rx.clone(), cfg.bank.clone(), registry).with_stripe_unit(cfg.stripe_unit),
         ),
         None => below,

@@ -107,6 +107,14 @@ impl<T> InGraph<T> {
         InGraph(inner)
     }
 
+    /// `x` as a node of the graph, for the translator above it.
+    pub fn node(x: T) -> Next
+    where
+        T: Stateful,
+    {
+        Arc::new(InGraph(Arc::new(x)))
+    }
+
     pub fn inner(&self) -> &Arc<T> {
         &self.0
     }

@@ -166,8 +166,12 @@ impl CmCache {
     }
 }
 
+/// Every mutation is placed ([`Stateful`]): the namespace ones claim the
+/// new names' keys or forget this gateway's hints; the data ones pass on
+/// untouched, because the storage servers' SMCache fixes the bank before
+/// they acknowledge, and CMCache keeps nothing of a file's data itself.
 #[async_trait]
-impl Translator for CmCache {
+impl Stateful for CmCache {
     fn name(&self) -> &str {
         "cmcache"
     }
@@ -374,6 +378,26 @@ impl Translator for CmCache {
         let a = self.below.link(loc, newparent, newname).await?;
         self.populate_new(c, &a);
         Ok(a)
+    }
+
+    async fn setattr(&self, loc: &Loc, set: &SetAttr) -> FsResult<Attr> {
+        self.below.setattr(loc, set).await
+    }
+
+    async fn open(&self, loc: &Loc, flags: i32) -> FsResult<()> {
+        self.below.open(loc, flags).await
+    }
+
+    async fn write(&self, loc: &Loc, offset: u64, data: Data) -> FsResult<WriteReply> {
+        self.below.write(loc, offset, data).await
+    }
+
+    async fn setxattr(&self, loc: &Loc, name: &str, value: &[u8], flags: XattrFlags) -> FsResult<()> {
+        self.below.setxattr(loc, name, value, flags).await
+    }
+
+    async fn removexattr(&self, loc: &Loc, name: &str) -> FsResult<()> {
+        self.below.removexattr(loc, name).await
     }
 
     async fn unlink(&self, parent: &Loc, name: &str) -> FsResult<Removed> {

@@ -103,7 +103,7 @@ impl Pipeline {
                 let cm = CmCache::new(stripe, grx.clone(), bank_options(), &prometheus::Registry::new())
                     .with_stripe_unit(spec.stripe_unit);
                 let m = cm.metrics().clone();
-                (Arc::new(cm) as Next, m)
+                (xlator::InGraph::node(cm), m)
             })
             .unzip();
         let oracle: Next = Arc::new(gateway::stripe::Stripe::new(posix, spec.stripe_unit).unwrap());

@@ -60,7 +60,7 @@ impl Stack {
                     Some(u) => cm.with_stripe_unit(u),
                     None => cm,
                 };
-                Arc::new(cm) as Next
+                InGraph::node(cm)
             })
             .collect();
         Stack { bank, volume, leaf, gateways, registries }
