@@ -8,15 +8,14 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct BankArgs {
-    /// Encrypt the values this daemon stores in the cache bank
-    /// (XChaCha20-Poly1305, key derived from the volume secret), for cache
-    /// nodes on a network others can read. Every daemon reads encrypted and
-    /// plain values alike, so daemons need not agree. Needs the volume secret.
+    // XChaCha20-Poly1305 with a key derived from the volume secret; every
+    // daemon reads encrypted and plain values alike, so daemons need not agree.
+    /// Encrypt the values this daemon stores in the cache bank, for cache
+    /// nodes on a network others can read (needs the volume secret).
     #[arg(long, env = "IMCA_CACHE_ENCRYPT", value_parser = clap::builder::FalseyValueParser::new())]
     pub cache_encrypt: bool,
-    /// Log in to the cache nodes (memcached `-Y`, `imca cache-node -Y`) with
-    /// the first line of FILE, `user:password`, instead of the login derived
-    /// from the volume secret. FILE must not be readable by group or others.
+    /// Log in to the cache nodes (`-Y`) with FILE's first line,
+    /// `user:password`, instead of the login derived from the volume secret.
     #[arg(long, value_name = "FILE")]
     pub cache_auth_file: Option<PathBuf>,
     /// Use cache nodes that serve requests without a login. Any local user

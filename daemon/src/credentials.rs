@@ -7,15 +7,14 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct Credentials {
-    /// The volume secret (created by `imca up`, or `imca secret new FILE`;
-    /// mode 0600). Every storage server and gateway of the volume gets the
-    /// same file: storage RPC connections are authenticated with it both
-    /// ways, and values in the cache bank carry a MAC made with it.
+    // Storage RPC connections are authenticated with it both ways, and bank
+    // values carry a MAC made with it (docs/design.md, trust boundaries).
+    /// The volume secret (`imca secret new FILE`; mode 0600), the same file
+    /// for every storage server and gateway of the volume.
     #[arg(long, value_name = "FILE", env = "IMCA_SECRET_FILE")]
     pub secret_file: Option<PathBuf>,
-    /// Run without authentication: any local user who can reach the port
-    /// can read and write every file, and bank values are not MACed. Only
-    /// for measuring what authentication costs.
+    /// Run without authentication, so any local user can read and write
+    /// every file; only for measuring what authentication costs.
     #[arg(long, env = "IMCA_INSECURE", value_parser = clap::builder::FalseyValueParser::new(),
           conflicts_with = "secret_file")]
     pub insecure: bool,

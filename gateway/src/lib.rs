@@ -62,25 +62,20 @@ pub struct Args {
     /// servers (it fails with EIO); keep it above 3 for blocking locks.
     #[arg(long, default_value_t = 10.0)]
     pub timeout: f64,
-    /// Let the kernel cache entries, attributes and pages (`on`, the
-    /// default), each for at most the storage servers' kernel lease, with
-    /// every change made through another gateway called back before it is
-    /// acknowledged; or cache nothing (`off`: every request reaches the
-    /// gateway, for measurement or as a fallback).
+    /// Let the kernel cache entries, attributes and pages under the storage
+    /// servers' leases and callbacks (`on`), or nothing (`off`).
     #[arg(long, value_name = "on|off", default_value = "on", num_args = 0..=1, default_missing_value = "on")]
     pub kernel_cache: fuse::KernelCacheMode,
-    /// With kernel caching on: after this many lookups in one directory
-    /// reached the storage servers, list the directory with attributes in
-    /// the background and answer the walk's further lookups from it
-    /// (stat-ahead; 0: never).
+    /// After this many lookups in one directory reached the storage servers,
+    /// list it ahead of the walk (stat-ahead; 0: never).
     #[arg(long, value_name = "MISSES", default_value_t = 4, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub stat_ahead: u64,
+    // Off by default, as in GlusterFS (`--selinux`) and NFS (labeled NFS
+    // is opt-in): a label a storage host gave a file means nothing to a
+    // client's policy, and `ls -l` asks for the label of every file it
+    // lists, a round trip each. Off, the gateway answers EOPNOTSUPP itself
+    // (`ls` then stops asking) and leaves the name out of listings.
     /// Pass the storage hosts' SELinux labels (`security.selinux`) through.
-    /// Off by default, as in GlusterFS (`--selinux`) and NFS (labeled NFS
-    /// is opt-in): a label a storage host gave a file means nothing to a
-    /// client's policy, and `ls -l` asks for the label of every file it
-    /// lists, a round trip each. Off, the gateway answers EOPNOTSUPP itself
-    /// (`ls` then stops asking) and leaves the name out of listings.
     #[arg(long)]
     pub selinux: bool,
     /// Serve Prometheus metrics at http://ADDR/metrics.
@@ -90,16 +85,16 @@ pub struct Args {
     /// "admin_token_file", "metrics", "pid"} here.
     #[arg(long)]
     pub ready_file: Option<PathBuf>,
-    /// FUSE reader threads (default: number of CPUs, 2..=8). Each runs the
-    /// requests it reads until they first wait on the network. Only one
-    /// waits for the kernel's next request unless requests queue up, so one
-    /// process's requests in a row stay on one warm thread.
+    // Each runs the requests it reads until they first wait on the network.
+    // Only one waits for the kernel's next request unless requests queue
+    // up, so one process's requests in a row stay on one warm thread.
+    /// FUSE reader threads (default: number of CPUs, 2..=8).
     #[arg(long)]
     pub fuse_threads: Option<usize>,
+    // More of them wake each other more often than they help (measured in
+    // docs/benchmarks.md).
     /// Runtime threads, which finish requests once their replies arrive
-    /// (default: half the CPUs, 1..=8). More of them wake each other more
-    /// often than they help: one served a bank-answered stat with 25 % less
-    /// CPU than two on 2 CPUs (docs/benchmarks.md).
+    /// (default: half the CPUs, 1..=8).
     #[arg(long, env = "IMCA_WORKERS", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub workers: Option<u16>,
     /// Transport to the storage servers and the cache nodes: tcp, rdma (needs
