@@ -21,7 +21,9 @@
 #
 # usage (root; bindfs, python3): cargo build --release -p imca
 #        bench/scripts/kernel-cache.sh [target/release/imca]
-# knobs: N (files, 2000), PREADS (20000), WRITES (2000), ROUNDS (1), W (work dir, a mktemp under /var/tmp)
+# knobs: N (files, 2000), PREADS (20000), WRITES (2000), ROUNDS (1), W (work dir, a mktemp under /var/tmp),
+#        OLD=path/to/another/imca (also measures its imca and imca+bank in every round, labelled "old"),
+#        QUICK=1 (only local, bindfs, imca, imca+bank, and no writer test: the reads' ceilings in a few minutes)
 set -euo pipefail
 BIN=$(realpath "${1:-target/release/imca}")
 export N=${N:-2000} PREADS=${PREADS:-20000} WRITES=${WRITES:-2000}
@@ -36,9 +38,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-up() { # up NAME [flags]: a fresh cluster mounted at $W/NAME-mnt
+up() { # up NAME [flags]: a fresh cluster mounted at $W/NAME-mnt (binary: $UPBIN, else $BIN)
     local name=$1; shift
-    "$BIN" up --dir "$W/$name" --mount "$W/$name-mnt" "$@" >"$W/$name.out" 2>&1 & UP=$!
+    "${UPBIN:-$BIN}" up --dir "$W/$name" --mount "$W/$name-mnt" "$@" >"$W/$name.out" 2>&1 & UP=$!
     for _ in $(seq 1200); do [ -f "$W/$name/cluster.json" ] && return 0; sleep 0.1; done
     cat "$W/$name.out" >&2; echo "imca up $name did not come up" >&2; exit 1
 }
@@ -133,8 +135,15 @@ one_round() { # one_round R: every target once, in turn (dirs under $W/rR)
     fi
 
     up r$1/imca --no-cache;                          measure "$W/r$1/imca-mnt" imca;                 down
-    up r$1/imca5 --no-cache --kernel-lease 5;        measure "$W/r$1/imca5-mnt" "imca, 5 s lease";   down
     up r$1/imcab;                                    measure "$W/r$1/imcab-mnt" imca+bank;           down
+    if [ -n "${OLD:-}" ]; then
+        UPBIN=$(realpath "$OLD")
+        up r$1/old --no-cache;                       measure "$W/r$1/old-mnt" "imca (old)";          down
+        up r$1/oldb;                                 measure "$W/r$1/oldb-mnt" "imca+bank (old)";    down
+        UPBIN=""
+    fi
+    [ -n "${QUICK:-}" ] && return 0
+    up r$1/imca5 --no-cache --kernel-lease 5;        measure "$W/r$1/imca5-mnt" "imca, 5 s lease";   down
     up r$1/imcaoff --no-cache --kernel-cache off;    measure "$W/r$1/imcaoff-mnt" imca-off;          down
     up r$1/imcaoffb --kernel-cache off;              measure "$W/r$1/imcaoffb-mnt" imca-off+bank;    down
 }
@@ -143,6 +152,7 @@ for r in $(seq "${ROUNDS:-1}"); do
     one_round "$r"
 done
 
+[ -n "${QUICK:-}" ] && exit 0
 # The writer's cost of coherence: alone, then with a second gateway holding the file.
 up imcaw --no-cache
 writes "$W/imcaw-mnt/w" "writer alone"
