@@ -99,7 +99,7 @@ pub struct Args {
     /// Runtime threads, which finish requests once their replies arrive
     /// (default: half the CPUs, 1..=8). More of them wake each other more
     /// often than they help: one served a bank-answered stat with 25 % less
-    /// CPU than two on 2 CPUs (docs/benchmarks.md).
+    /// CPU than two on 2 CPUs (docs/benchmarks/archive/issue-12-kernel-caching.md).
     #[arg(long, env = "IMCA_WORKERS", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub workers: Option<u16>,
     /// Transport to the storage servers and the cache nodes: tcp, rdma (needs
