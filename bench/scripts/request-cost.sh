@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Where a bank-served request's time goes (docs/benchmarks.md, issue 12 part 6): perf stat and
+# Where a bank-served request's time goes (docs/benchmarks/archive/issue-12-kernel-caching.md, issue 12 part 6): perf stat and
 # perf record of the gateway while one process stats files answered from the bank
 # (kernel cache off: every stat reaches the gateway; 2 cache nodes).
 # usage (root, linux-perf): cargo build --release -p imca; bench/scripts/request-cost.sh target/release/imca

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sequential 1 MiB writes and reads through the gateway with the kernel cache off (every
 # byte crosses FUSE and the network), to check what the gateway's thread model costs
-# large transfers (docs/benchmarks.md, "The hand-offs removed"): one 256 MiB file written
+# large transfers (docs/benchmarks/archive/issue-12-kernel-caching.md, "The hand-offs removed"): one 256 MiB file written
 # with fsync, read twice, then two files read at once.
 # usage (root): cargo build --release -p imca; bench/scripts/seq-rw.sh target/release/imca
 # knobs: WORKERS (the gateway's runtime threads, `imca mount --workers`; default: its own),

@@ -23,7 +23,7 @@
 //! The payload is hashed on its own first (hash-then-MAC; BLAKE3 is
 //! collision resistant) so that its chunks start aligned and BLAKE3 hashes
 //! them in parallel: half the cost of one keyed pass at 4 KiB (numbers in
-//! docs/benchmarks.md, which also has HMAC-SHA256 and the AEAD).
+//! docs/benchmarks/archive/issue-13-trust.md, which also has HMAC-SHA256 and the AEAD).
 //!
 //! What the MAC does not stop: a writer on the cache network replaying an
 //! older value of the *same* key (a stale block until the next invalidation).

@@ -4,7 +4,7 @@
 //! A writer task fed by a queue cost every bank request a thread wake-up
 //! before a byte left (the caller queues, a worker wakes to write); the
 //! profile of a bank-served `stat` showed such wake-ups as most of the
-//! gateway's CPU (docs/benchmarks.md, "Where a request's time goes"). Now
+//! gateway's CPU (docs/benchmarks/archive/issue-12-kernel-caching.md, "Where a request's time goes"). Now
 //! the caller writes with a non-blocking `write` while nothing is waiting
 //! to go out; only what the socket does not take at once is left to the
 //! flusher task.

@@ -2,7 +2,7 @@
 //! value, one 4 KiB and one 128 KiB block under each framing the bank could use — today's CRC32
 //! (`--insecure`), keyed BLAKE3 (the default), HMAC-SHA256 (the alternative
 //! the issue asked to measure; not used), and XChaCha20-Poly1305
-//! (`--cache-encrypt`). Numbers in docs/benchmarks.md; they are only
+//! (`--cache-encrypt`). Numbers in docs/benchmarks/archive/issue-13-trust.md; they are only
 //! meaningful with the crypto crates optimised:
 //!
 //! ```text

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A/B of running memcached-compatible servers under one single-key load, in
-# turn, the order rotated by one per round (issue 14, docs/benchmarks.md).
+# turn, the order rotated by one per round (issue 14, docs/benchmarks/archive/cache-node-vs-memcached.md).
 #   cache-node/bench/ab-single-key.sh NAME:PID:PORT ...      (servers already up, loopback)
 # Knobs: SIZE [2048] value bytes; CONNS [16]; ROUNDS [3]; GET_RATIO [0.9].
 # Per server and round: memaslap (2 threads, 16 B keys) for 11 s, measured over

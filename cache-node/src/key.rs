@@ -3,7 +3,7 @@
 //!
 //! A lookup compares the key it looks for with the entry's; with every key
 //! boxed that was one more cache miss per key after the entry's own (the
-//! `memcmp` of a multi-get's profile, docs/benchmarks.md, issue 14). Keys of
+//! `memcmp` of a multi-get's profile, docs/benchmarks/archive/cache-node-vs-memcached.md). Keys of
 //! the bank (and memaslap's 16 B keys) fit inline; memcached's longest (250 B)
 //! are boxed as before.
 

@@ -9,7 +9,7 @@
 //!
 //! A multi-get of 64 values of 2 KiB used to copy every value into the
 //! reply buffer under its shard lock, and the kernel copied it again; that
-//! copy was 10 % of the server's CPU (docs/benchmarks.md, issue 14).
+//! copy was 10 % of the server's CPU (docs/benchmarks/archive/cache-node-vs-memcached.md).
 //! Items hold their values as `bytes::Bytes`, so a value is pinned by a
 //! refcount (the item can be replaced or evicted meanwhile; the old value
 //! lives until written) and the kernel reads it straight from the item's
@@ -97,7 +97,7 @@ impl Out {
     /// [`value`](Self::value).
     ///
     /// Pinning one 2 KiB value cost more than copying it (issue 14,
-    /// docs/benchmarks.md): the pin's atomic increment stalls on the value's
+    /// docs/benchmarks/archive/cache-node-vs-memcached.md): the pin's atomic increment stalls on the value's
     /// cold first line, the kernel then misses the other lines inside a
     /// three-piece `writev`, and the release is a second atomic. The copy
     /// takes the same misses in one streaming pass, with no atomics, and the

@@ -9,7 +9,7 @@
 //!  client thread B (on CPU 1) ── its connections ──> worker 1
 //! ```
 //!
-//! Why (issue 14, docs/benchmarks.md): with round-robin, every worker
+//! Why (issue 14, docs/benchmarks/archive/cache-node-vs-memcached.md): with round-robin, every worker
 //! serves connections of every client thread, so a reply often wakes a
 //! client thread sleeping on the other CPU, and a request a worker there;
 //! a cross-CPU wake-up is an inter-processor interrupt, which on a VM is a

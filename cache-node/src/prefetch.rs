@@ -7,7 +7,7 @@
 //! (`out.rs`). Each address is known only once the one before has arrived,
 //! and each shard lock is a full barrier, so looked up key by key a 64-key
 //! `get` waited for ~190 misses in a row (the `lru` crate's lookup alone was
-//! ~30 % of the server's CPU, docs/benchmarks.md, issue 14). Here a batch
+//! ~30 % of the server's CPU, docs/benchmarks/archive/cache-node-vs-memcached.md). Here a batch
 //! of keys goes through three cheap passes first, each issuing the next
 //! level's prefetches for all keys, so each pass waits about one miss for
 //! the whole batch instead of one per key:

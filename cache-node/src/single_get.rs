@@ -4,7 +4,7 @@
 //! `cache_proto::text::parse` tokenizes every line into a `Vec` and copies
 //! a get's keys into another: two `malloc`/`free` pairs per request, about
 //! 1.5 % of the node's CPU on a 90 %-get single-key load, where memcached
-//! allocates nothing (issue 14's profile, docs/benchmarks.md). A line that is
+//! allocates nothing (issue 14's profile, docs/benchmarks/archive/cache-node-vs-memcached.md). A line that is
 //! exactly `get`, one space and one key of at most [`MAX_KEY_LEN`] bytes
 //! with no further space tokenizes to `["get", key]` in memcached and in
 //! `parse` alike, so it is answered here with the same `exec_get`; any

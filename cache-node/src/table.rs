@@ -1,6 +1,6 @@
 //! One shard's item table: an open-addressing hash index over an arena of
 //! entries that also form the shard's LRU list. Replaces the `lru` crate
-//! (issue 14, docs/benchmarks.md).
+//! (issue 14, docs/benchmarks/archive/cache-node-vs-memcached.md).
 //!
 //! ```text
 //!  slots: [u64; 2^k]  hash tag (32 bits) | entry index + 1   (0 = empty)

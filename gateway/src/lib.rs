@@ -91,8 +91,8 @@ pub struct Args {
     /// FUSE reader threads (default: number of CPUs, 2..=8).
     #[arg(long)]
     pub fuse_threads: Option<usize>,
-    // More of them wake each other more often than they help (measured in
-    // docs/benchmarks.md).
+    // More of them wake each other more often than they help
+    // (docs/benchmarks/archive/issue-12-kernel-caching.md).
     /// Runtime threads, which finish requests once their replies arrive
     /// (default: half the CPUs, 1..=8).
     #[arg(long, env = "IMCA_WORKERS", value_parser = clap::value_parser!(u16).range(1..=256))]

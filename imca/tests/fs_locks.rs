@@ -243,7 +243,7 @@ fn sqlite_with_a_writer_per_gateway_keeps_every_row_wal_exclusive() {
 /// `cargo nextest run -p imca --test fs_locks --run-ignored only bench_locks --no-capture`:
 /// F_SETLK+F_UNLCK pairs and SQLite rows (rollback journal, transactions of
 /// 10) per second through gateway 0 and in a local temporary directory, in
-/// one run (docs/benchmarks.md).
+/// one run (docs/benchmarks/archive/issue-11-untar-locks-dir-ids.md).
 #[test]
 #[ignore]
 fn bench_locks() {

@@ -75,7 +75,7 @@ pub struct Args {
     /// Runtime threads, which read requests, run what needs no blocking
     /// call and write replies (default: half the CPUs, 1..=8; blocking
     /// calls have `--io-threads` of their own). More of them wake each
-    /// other for every request more often than they help (docs/benchmarks.md).
+    /// other for every request more often than they help (docs/benchmarks/archive/issue-12-kernel-caching.md).
     #[arg(long, value_name = "N", env = "IMCA_STORAGE_WORKERS", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub workers: Option<u16>,
     /// tcp, rdma (also listen for RDMA on the same ip:port, and reach the

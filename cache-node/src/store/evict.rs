@@ -13,7 +13,7 @@
 //! at the tail even if it was read (memcached's `evicted_active`). Until
 //! 2026-11-27 a store did the whole sweep itself when it met a tail where
 //! everything had been read: 265 ms for one `set` in a store of 349,504
-//! items (issue 14, docs/benchmarks.md).
+//! items (issue 14, docs/benchmarks/archive/cache-node-vs-memcached.md).
 
 use std::sync::atomic::Ordering;
 use std::sync::MutexGuard;

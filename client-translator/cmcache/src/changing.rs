@@ -6,7 +6,7 @@
 //! (its cached ones were dropped with the change), and a bank lookup would
 //! only find the key gone: a claim round trip and a `cas` for a value the
 //! next change deletes again. An untar pays that once per file
-//! (docs/benchmarks.md, "Untar and `rm -rf`"). So the first stat of a
+//! (docs/benchmarks/archive/issue-11-untar-locks-dir-ids.md, "Untar and `rm -rf`"). So the first stat of a
 //! directory after a change through this gateway (within [`RECENT`]) is
 //! asked of the storage servers directly, with nothing populated; the next
 //! one, if no change came between, claims and populates as usual, so a

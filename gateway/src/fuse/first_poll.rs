@@ -4,7 +4,7 @@
 //! Spawning every request costs a thread wake-up before any work is done
 //! (the fuser thread queues the task, a sleeping tokio worker is woken to
 //! poll it), and the profile of a bank-served `stat` showed most of the
-//! gateway's CPU in such wake-ups (docs/benchmarks.md, "Where a request's
+//! gateway's CPU in such wake-ups (docs/benchmarks/archive/issue-12-kernel-caching.md, "Where a request's
 //! time goes"). Polled here first, a request the gateway answers itself
 //! (memo, lease) is answered with no hand-off at all, and one that waits
 //! on the network has already sent its request when it parks.

@@ -159,7 +159,7 @@ impl Changing {
     /// The kernel drops the directory's attributes once a name is added, and
     /// asks for them at its next path walk through it (the permission check
     /// before the next create): a network round trip per file written
-    /// (93 µs of ~1 ms per 1 KiB file, docs/benchmarks.md). So they are
+    /// (93 µs of ~1 ms per 1 KiB file, docs/benchmarks/archive/issue-12-kernel-caching.md). So they are
     /// fetched (`xl`, at `dir`) as soon as the change is answered, beside
     /// the requests that follow it, and remembered unless the directory
     /// changed again meanwhile.

@@ -429,7 +429,7 @@ impl KernelCache {
         }
         // Callbacks go to every gateway, most of them for files this one's
         // kernel never held: those need no hop to a blocking thread (two
-        // wake-ups), which the writer waits for (docs/benchmarks.md, stop
+        // wake-ups), which the writer waits for (docs/benchmarks/archive/issue-12-kernel-caching.md, stop
         // 21). Checked after the epoch moved: an answer that makes the
         // kernel hold one of them from now on gets TTL 0.
         let total = items.len();

@@ -103,7 +103,7 @@ impl Inner {
     /// servers for every name at once (5,840 stats/s against 80,000+), and
     /// forgetting at random does it for half the names of the directory in
     /// use (the pass after the bound: 36,870 stats/s, stat-ahead catching
-    /// it after 4 misses; docs/benchmarks.md, stop 21).
+    /// it after 4 misses; docs/benchmarks/archive/issue-12-kernel-caching.md, stop 21).
     /// Any answer may be forgotten at any time; what must still hold is
     /// that a complete directory holds every name of it, and that bytes go
     /// only with their attributes.

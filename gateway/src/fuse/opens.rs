@@ -61,7 +61,7 @@ struct Queue {
 ///
 /// One sender task sends the opens whose delay ran out: a task and a timer
 /// per open cost three thread wake-ups for every open and close, a third
-/// of the gateway's time in an open+read+close loop (docs/benchmarks.md,
+/// of the gateway's time in an open+read+close loop (docs/benchmarks/archive/issue-12-kernel-caching.md,
 /// "One reader at a time").
 #[derive(Default)]
 pub struct Opens {

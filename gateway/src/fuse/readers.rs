@@ -7,7 +7,7 @@
 //! between them, and each lands on a thread last run elsewhere: measured
 //! here (2 CPUs), a first stat pass through one process ran at half the
 //! rate of a single fuser thread, with 400 CPU migrations per 2,000
-//! requests (docs/benchmarks.md, "One reader at a time"). libfuse has the
+//! requests (docs/benchmarks/archive/issue-12-kernel-caching.md, "One reader at a time"). libfuse has the
 //! same shape (it only adds a thread when none is idle); bindfs runs one.
 //!
 //! So a thread that finishes a request while another thread already waits
@@ -34,7 +34,7 @@ const RECHECK: Duration = Duration::from_millis(200);
 /// is handed to the runtime at its first wait (`first_poll`), so a queue
 /// seen 8 requests late has waited some tens of µs; a `poll` on every
 /// request cost about 5 % of the gateway's CPU per memo-answered LOOKUP
-/// (docs/benchmarks.md, "The first stat pass: a look at the queue every 8
+/// (docs/benchmarks/archive/issue-12-kernel-caching.md, "The first stat pass: a look at the queue every 8
 /// requests").
 const LOOK_EVERY: u32 = 8;
 

@@ -31,7 +31,7 @@
 //! the others get its invalidations too, without anyone waiting, at their
 //! next poll, so what they remember unheld stays right for when they hold
 //! it. Without holds every idle gateway cost every writer a callback round
-//! trip per change (docs/benchmarks.md, stop 21). A gateway gives a hold
+//! trip per change (docs/benchmarks/archive/issue-12-kernel-caching.md, stop 21). A gateway gives a hold
 //! back (`Unhold`) once its kernel forgot the inode. The record is bounded
 //! ([`MAX_SESSION_HOLDS`] per session, [`MAX_HOLDS`] per server), and a
 //! session past it is waited for on every change, as before holds.

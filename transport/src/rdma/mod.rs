@@ -72,7 +72,7 @@ pub struct RdmaOptions {
     pub inline_threshold: u32,
     /// Application buffers below this are copied into a pool buffer; from it
     /// on they are registered (once, cached) and used in place. See
-    /// docs/benchmarks.md "RDMA vs TCP" for the measurement behind the default.
+    /// docs/benchmarks/archive/rdma-vs-tcp.md for the measurement behind the default.
     pub copy_threshold: usize,
     /// Room a client offers for a reply head too large for a Send.
     pub max_reply_head: usize,
