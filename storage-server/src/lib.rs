@@ -63,19 +63,19 @@ pub struct Args {
     /// Largest number of data fds kept open.
     #[arg(long, value_name = "N", default_value_t = posix::DEFAULT_FD_CACHE)]
     pub fd_cache: usize,
-    /// Largest number of client connections served at once. Sockets still
-    /// on their hello do not take one (they have 64 slots and 5 s of their
-    /// own); when every slot is taken, the longest-quiet idle connection is
-    /// closed to let a new client in.
+    // Sockets still on their hello do not take one (they have 64 slots and
+    // 5 s of their own).
+    /// Largest number of client connections served at once; when every one
+    /// is taken, the longest-quiet idle connection makes room for a new one.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub max_connections: usize,
     /// Threads for blocking file-system calls.
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub io_threads: usize,
-    /// Runtime threads, which read requests, run what needs no blocking
-    /// call and write replies (default: half the CPUs, 1..=8; blocking
-    /// calls have `--io-threads` of their own). More of them wake each
-    /// other for every request more often than they help (docs/benchmarks/archive/issue-12-kernel-caching.md).
+    // More of them wake each other for every request more often than they
+    // help (docs/benchmarks/archive/issue-12-kernel-caching.md).
+    /// Runtime threads, which serve requests but not blocking calls
+    /// (`--io-threads`); default: half the CPUs, 1..=8.
     #[arg(long, value_name = "N", env = "IMCA_STORAGE_WORKERS", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub workers: Option<u16>,
     /// tcp, rdma (also listen for RDMA on the same ip:port, and reach the

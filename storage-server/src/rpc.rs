@@ -11,11 +11,9 @@ use transport::tcp::{self, parse_size, ServerOptions, ServerStats};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct RpcLimits {
-    /// Close a client connection that has had nothing in flight and no
-    /// traffic for SECS, and one whose frame or replies have stopped moving
-    /// for SECS (a client that stopped reading). Gateways reconnect on
-    /// their own, so this never costs them a failed call. 0: never.
-    /// Also takes "500ms".
+    // Gateways reconnect on their own, so this never costs them a failed call.
+    /// Close a client connection idle, or whose frame or replies stopped
+    /// moving, for SECS (0: never; also takes "500ms").
     #[arg(long, value_name = "SECS", env = "IMCA_IDLE_TIMEOUT", default_value = "60", value_parser = parse_secs)]
     pub idle_timeout: Duration,
     /// Largest request (header + data) accepted, announced to clients when
