@@ -7,6 +7,7 @@ use crate::inodes::Inodes;
 use crate::kernel_cache::{KernelCache, Mode};
 use crate::kernel_notify::KernelNotify;
 use crate::lock_owners::LockOwners;
+use crate::opens_in_flight::Opens;
 use crate::stat_ahead::{Ahead, TRIGGER};
 use bytes::Bytes;
 use protocol_client::ProtocolClient;
@@ -30,6 +31,8 @@ pub struct Coherence {
     locks: Arc<LockOwners>,
     /// O_APPEND writes, ordered by each file's ordering server
     appends: Arc<Appends>,
+    /// opens still on their way to the servers (kernel caching on)
+    opens: Arc<Opens>,
     /// the leaves, in stripe order: holds and lock reclaims are asked of
     /// a server itself
     servers: Vec<Arc<ProtocolClient>>,
@@ -45,6 +48,7 @@ impl Coherence {
             ahead: Arc::new(Ahead::new(TRIGGER)),
             locks: Arc::new(LockOwners::new(servers.len())),
             appends: Arc::default(),
+            opens: Arc::default(),
             servers,
         }
     }
@@ -91,6 +95,20 @@ impl Coherence {
     /// is about to cache, round after round, until `stop` (see `holds`).
     pub fn run_holds(&self, stop: impl Future<Output = ()>) -> impl Future<Output = ()> {
         self.kc.holds().clone().run(self.servers.clone(), self.kc.drop_from_kernel(), stop)
+    }
+
+    /// Open handle `fh` (of what `loc` names, with open(2) `flags`) on the
+    /// servers in the background, unless its release comes first (see
+    /// `opens_in_flight`); `rt` runs the sender.
+    pub fn open_later(&self, rt: &tokio::runtime::Handle, fh: u64, loc: Loc, flags: i32) {
+        let next = self.next.clone();
+        self.opens.start(rt, fh, async move { next.open(&loc, flags).await });
+    }
+
+    /// Whether handle `fh`'s open reached the servers, so its release is
+    /// owed (an open not sent yet is cancelled).
+    pub async fn landed(&self, fh: u64) -> bool {
+        self.opens.landed(fh).await
     }
 
     /// An `O_APPEND` write of `data` (see `appends`): where the kernel

@@ -23,11 +23,13 @@
 //! the table, what it forgets before and what it remembers after. What
 //! reaches io-stats is therefore what reached past the memo, as before.
 //!
-//! The locks of this gateway's owners (`lock_owners`, asked back from a
-//! restarted server: `lock_reclaim`) and the order of O_APPEND writes
-//! (`appends`) live here too: a reclaim is triggered by the same upcall
-//! that drops the kernel's caches, and an append must tell the kernel and
-//! the memo what it placed where the kernel did not expect it.
+//! What the kernel's open files leave on the servers lives here too: the
+//! locks of this gateway's owners (`lock_owners`, asked back from a
+//! restarted server: `lock_reclaim`, triggered by the same upcall that
+//! drops the kernel's caches), the order of O_APPEND writes (`appends`,
+//! which tell the kernel and the memo what they placed where the kernel
+//! did not expect it) and the opens sent behind the application's back
+//! (`opens_in_flight`, GlusterFS's open-behind).
 //!
 //! Task model: the holds' registrar runs as one task ([`Coherence::run_holds`]);
 //! upcalls are delivered by the gateway's poll loops (one per server);
@@ -45,6 +47,7 @@ mod lock_reclaim;
 mod memo;
 mod memo_names;
 mod ops;
+mod opens_in_flight;
 mod small_files;
 mod stat_ahead;
 

@@ -1,21 +1,23 @@
-//! The fuser `Filesystem`: kernel requests in, translator calls out.
+//! The fuser `Filesystem`: kernel requests in, calls on the client graph's
+//! top (the coherence translator) out.
 //!
 //! Several fuser threads (one cloned /dev/fuse fd each) read requests, one at
 //! a time unless requests queue (`readers`); every request runs on its
 //! thread until it first waits (`first_poll`), then as a task on the tokio
-//! runtime that owns its reply and answers when the pipeline does, so one
-//! slow read never holds up others.
+//! runtime that owns its reply and answers when the graph does, so one
+//! slow read never holds up others. A re-validation the memo can answer
+//! (LOOKUP, GETATTR, a small file's READ) is answered on the fuser thread
+//! from the coherence translator's synchronous API, without a graph call.
 //!
-//! The handlers of an open file's life are in `open_files`, those of
-//! extended attributes in `xattrs`; this file keeps the names and
+//! The handlers of an open file's life are in `open_file_handlers`, those
+//! of extended attributes in `xattrs`; this file keeps the names and
 //! attributes, and the one `Filesystem` impl that dispatches them all.
 
 use super::answer::{answer, finish, Answer};
 use super::convert;
-use super::dirs::DirStreams;
+use super::dir_streams::DirStreams;
 use super::first_poll;
 use super::listing;
-use super::opens_in_flight::Opens;
 use super::readers::Readers;
 use coherence::{Coherence, Inodes, KernelCache};
 use fuser::*;
@@ -40,8 +42,6 @@ pub struct GatewayFs {
     dirs: Arc<DirStreams>,
     /// a fresh handle per open: OFD locks are dropped by the open file's release
     pub(super) next_fh: AtomicU64,
-    /// opens still on their way to the servers (kernel caching on)
-    pub(super) opens: Arc<Opens>,
     /// how many fuser threads wait on the device (see `readers`)
     readers: Arc<Readers>,
     /// pass `security.selinux` through (see `xattrs`)
@@ -57,7 +57,6 @@ impl GatewayFs {
             co,
             dirs: Arc::default(),
             next_fh: AtomicU64::new(1),
-            opens: Arc::default(),
             readers: Arc::new(Readers::new(1)),
             selinux: false,
         }

@@ -1,6 +1,6 @@
 //! Answering READDIR and READDIRPLUS: one reply filled from the pipeline's listing.
 //!
-//! Both walk the open directory's stream (`dirs`) the same way: "." and
+//! Both walk the open directory's stream (`dir_streams`) the same way: "." and
 //! "..", then batches of real entries until the kernel's buffer is full or
 //! the listing ends. READDIRPLUS also hands the kernel each entry's
 //! attributes, so `ls -l` (or a scan that stats every file) costs one
@@ -11,7 +11,7 @@
 
 use super::answer::finish;
 use super::convert;
-use super::dirs::{DirStream, AFTER_DOT, AFTER_DOTDOT};
+use super::dir_streams::{DirStream, AFTER_DOT, AFTER_DOTDOT};
 use coherence::Coherence;
 use fuser::{FileType, Generation, INodeNo, ReplyDirectory, ReplyDirectoryPlus};
 use std::sync::Arc;

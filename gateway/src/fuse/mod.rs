@@ -10,16 +10,15 @@
 
 mod answer;
 pub mod convert;
-pub mod dirs;
+pub mod dir_streams;
 mod first_poll;
 pub mod fs;
-mod kernel;
+mod kernel_notifier;
 mod listing;
 mod open_file_handlers;
-mod opens_in_flight;
 pub mod readers;
 mod xattrs;
 
 pub use coherence::Mode as KernelCacheMode;
 pub use fs::{GatewayFs, MAX_REQUEST};
-pub use kernel::Kernel;
+pub use kernel_notifier::Kernel;

@@ -1,5 +1,6 @@
 //! An open file's life through the gateway: which opens bypass the
-//! kernel's pages, OPEN (answered at once, sent later: `opens_in_flight`),
+//! kernel's pages, OPEN (answered at once, sent later: the coherence
+//! translator's `opens_in_flight`),
 //! WRITE (plain, or an append ordered by the file's ordering server: the
 //! coherence translator's `append`),
 //! FLUSH (nothing to send unless the closer holds POSIX locks) and RELEASE
@@ -46,7 +47,7 @@ impl GatewayFs {
             Err(e) => return finish(reply, Err::<(), _>(e), |_, ()| ()),
         };
         // Nothing the application sees depends on it (see `opens_in_flight`).
-        self.opens.start(&self.rt, fh.0, async move { co.open(&loc, flags.0).await });
+        self.co.open_later(&self.rt, fh.0, loc, flags.0);
         reply.opened(fh, fopen);
     }
 
@@ -91,10 +92,10 @@ impl GatewayFs {
         // The application's close does not wait for the servers: a release
         // only lets a server free an unlinked file's space, and an unlink
         // that overtakes it leaves the space held until it arrives.
-        let (co, loc, opens) = (self.co.clone(), self.inodes.loc(ino.0), self.opens.clone());
+        let (co, loc) = (self.co.clone(), self.inodes.loc(ino.0));
         reply.ok();
         first_poll::run(&self.rt, async move {
-            let landed = opens.landed(fh.0).await;
+            let landed = co.landed(fh.0).await;
             if let Ok(loc) = loc {
                 // The open file's OFD and flock locks go with it.
                 co.locks().release(co.lower(), &loc, ino.0, fh.0, lock_owner.map(|o| o.0)).await;
