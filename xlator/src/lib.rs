@@ -8,8 +8,8 @@
 //!
 //! ```text
 //!  gateway (imca mount)                          storage server (imca storage)
-//!  FUSE -> io-stats -> CMCache -> stripe -> protocol-client ==wire==> protocol-server
-//!                                                                   -> SMCache -> posix
+//!  FUSE -> coherence -> io-stats -> CMCache -> stripe -> protocol-client ==wire==> protocol-server
+//!                                                                                -> SMCache -> posix
 //! ```
 //!
 //! Files are named two ways at once: by a [`Loc`] path relative to the export
