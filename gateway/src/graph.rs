@@ -100,3 +100,31 @@ fn cmcache(below: Next, cfg: &GraphConfig, registry: &prometheus::Registry) -> N
         None => below,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[tokio::test]
+    async fn coherence_is_on_top_and_hears_a_leafs_upcall() {
+        let clients: Vec<Arc<ProtocolClient>> =
+            (0..2).map(|_| Arc::new(ProtocolClient::lazy("127.0.0.1:9", protocol_client::ClientOptions::default()))).collect();
+        let cfg = GraphConfig {
+            stripe_unit: 128 << 10,
+            cache_nodes: Vec::new(),
+            volume_config: None,
+            bank: cache_bank::BankOptions::default(),
+            kernel_cache: coherence::Mode::On,
+            stat_ahead: 4,
+        };
+        let graph = build(&clients, &cfg, &prometheus::Registry::new()).unwrap();
+        assert_eq!(graph.names(), ["coherence", "io-stats", "stripe", "protocol-client x2"]);
+        // a lease from each server, delivered from its leaf up to the top
+        for server in 0..2 {
+            let until = Some(Instant::now() + Duration::from_secs(60));
+            graph.upcall(&Upcall { server, lease_until: until, ..Upcall::default() }).await;
+        }
+        assert!(graph.coherence.kernel().remaining() > Duration::from_secs(50), "the coherence translator renewed both leases");
+    }
+}
