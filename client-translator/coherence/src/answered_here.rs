@@ -3,7 +3,7 @@
 //! here, the "no capability" answers before writes (and "no SELinux label"
 //! to `ls -l`), the reads of small files written here, and the names the
 //! stat-ahead listings remembered. Not seen by io-stats (these requests
-//! never enter the pipeline), so counted here for the operator.
+//! never get past the coherence translator), so counted here for the operator.
 //!
 //! `imca_gateway_answered_here_total{op}`: op lookup | lookup_absent |
 //! getattr | capability | selinux | read; `imca_gateway_stat_ahead_entries_total`;

@@ -251,7 +251,7 @@ impl KernelCache {
         self.mode == Mode::On && !self.remaining().is_zero()
     }
 
-    /// A stat-ahead listing saw `n` entries (see `ahead`).
+    /// A stat-ahead listing saw `n` entries (see `stat_ahead`).
     pub(crate) fn count_ahead(&self, n: usize) {
         self.here.stat_ahead.inc_by(n as u64);
     }
@@ -338,7 +338,7 @@ impl KernelCache {
     }
 
     /// A READ of `size` bytes at `offset` of inode `ino`, answered from the
-    /// bytes remembered of a small file written here (see `contents`).
+    /// bytes remembered of a small file written here (see `small_files`).
     pub fn memo_read(&self, ino: u64, offset: u64, size: u32) -> Option<Bytes> {
         self.memo_serves()?;
         let d = self.memo.content(ino)?;

@@ -37,7 +37,7 @@
 //! remembered.
 //!
 //! The bytes of small files written here go with their attributes (see
-//! `contents`).
+//! `small_files`).
 
 use crate::small_files::SmallFiles;
 use crate::memo_names::MemoNames;
@@ -77,7 +77,7 @@ struct Inner {
     lacks: HashMap<u64, u8>,
     /// directories whose every name is in `entries` (see the module doc)
     complete: HashSet<u64>,
-    /// small files' bytes, only for inodes in `attrs` (see `contents`)
+    /// small files' bytes, only for inodes in `attrs` (see `small_files`)
     contents: SmallFiles,
 }
 
