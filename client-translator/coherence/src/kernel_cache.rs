@@ -73,7 +73,7 @@ pub struct KernelCache {
 }
 
 impl KernelCache {
-    pub fn new(mode: Mode, servers: usize, inodes: Arc<Inodes>) -> KernelCache {
+    pub(crate) fn new(mode: Mode, servers: usize, inodes: Arc<Inodes>) -> KernelCache {
         KernelCache {
             mode,
             inodes,
@@ -97,14 +97,10 @@ impl KernelCache {
     }
 
     /// Show the counts of answers given here, and of callbacks, in `registry`.
-    pub fn register_metrics(&self, registry: &prometheus::Registry) -> prometheus::Result<()> {
+    pub(crate) fn register_metrics(&self, registry: &prometheus::Registry) -> prometheus::Result<()> {
         registry.register(Box::new(self.callbacks.clone()))?;
         self.holds.register(registry)?;
         self.here.register(registry)
-    }
-
-    pub fn mode(&self) -> Mode {
-        self.mode
     }
 
     pub fn inodes(&self) -> &Arc<Inodes> {
@@ -116,7 +112,7 @@ impl KernelCache {
     }
 
     /// How the kernel is told to forget, once the kernel session exists.
-    pub fn set_notifier(&self, n: Box<dyn KernelNotify>) {
+    pub(crate) fn set_notifier(&self, n: Box<dyn KernelNotify>) {
         let _ = self.notifier.set(n);
     }
 
@@ -247,7 +243,7 @@ impl KernelCache {
     }
 
     /// Whether what is remembered now is served (kernel caching on, lease held).
-    pub fn memo_serving(&self) -> bool {
+    pub(crate) fn memo_serving(&self) -> bool {
         self.mode == Mode::On && !self.remaining().is_zero()
     }
 
