@@ -3,9 +3,9 @@
 //! ```text
 //!  application ── syscalls ──> kernel FUSE ──/dev/fuse (one cloned fd per thread)──┐
 //!                                                                                  v
-//!  fuse::GatewayFs ─ task per request ─> io-stats → [CMCache slot] → stripe → protocol-client × S
-//!        │                                                                   (wire RPC to `imca storage`)
-//!        └─ inode table: ino = FileId::ino(), ino → (path, file id)
+//!  fuse::GatewayFs ─ task per request ─> coherence → io-stats → CMCache → stripe → protocol-client × S
+//!   (the FUSE bridge)  ◄── kernel notifications ──┘   ▲                                 (wire RPC to `imca storage`)
+//!                                                      └──── upcalls: the servers' callbacks (`upcalls`)
 //!  daemon::serve_metrics: /metrics from the gateway's registry (io-stats,
 //!  CMCache, the bank client, the config gauges); the admin API when `--admin` is given
 //! ```
@@ -16,8 +16,8 @@
 //! its reply, and the tokio runtime finishes it when its answer arrives, so
 //! a slow request never blocks the others (`fuse::first_poll`). The kernel caches entries, attributes
 //! and pages under the storage servers' leases; a change made through
-//! another gateway is called back to this one (`fuse::kernel_cache`) before
-//! it is acknowledged, so several gateways on the same servers stay
+//! another gateway is called back to this one (an upcall through the graph
+//! to the `coherence` translator) before it is acknowledged, so several gateways on the same servers stay
 //! coherent. `--kernel-cache off` caches nothing (TTL 0).
 //!
 //! The skeleton (signals, drain, ready file, `/metrics`) is the `daemon`
@@ -29,6 +29,7 @@ pub mod fuse;
 pub mod graph;
 pub mod mount;
 mod storage;
+pub mod upcalls;
 pub use stripe;
 
 use anyhow::Context;
@@ -173,7 +174,6 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
     let health = protocol_client::HealthMetrics::new();
     let lease_client = storage::lease_client(&args.storage_servers[0], timeout, rdma, rpc_key.clone(), tls.clone());
     let clients = storage::connect(&args.storage_servers, timeout, rdma, rpc_key, tls, session, health.clone()).await?;
-    let leaves = clients.iter().map(|c| c.clone() as xlator::Next).collect();
 
     // One registry for everything this gateway runs (see the daemon crate).
     let registry = prometheus::Registry::new();
@@ -198,16 +198,18 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
         volume::change::install_nodes(&*servers, &args.cache_nodes).await.context("installing --cache-nodes")?;
     }
     let lease = admin::start_lease(servers.clone(), &registry, drain.stopped()).await?;
-    let graph = graph::build(
-        leaves,
+    let graph = std::sync::Arc::new(graph::build(
+        &clients,
         &graph::GraphConfig {
             stripe_unit: args.stripe_unit,
             cache_nodes: args.cache_nodes.clone(),
             volume_config: Some(lease.subscribe()),
             bank,
+            kernel_cache: args.kernel_cache,
+            stat_ahead: args.stat_ahead,
         },
         &registry,
-    )?;
+    )?);
     tracing::info!(pipeline = ?graph.names(), "client graph built");
     // Names an operation left differing between the servers are healed in
     // the background once they answer (stripe's heal index).
@@ -219,25 +221,20 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
     let admin_url =
         admin_slot(&args, &graph, servers, lease, &registry, bank_allows_open, drain.stopped()).await?;
 
-    let inodes = std::sync::Arc::new(fuse::inodes::Inodes::new());
-    let kc = std::sync::Arc::new(fuse::KernelCache::new(args.kernel_cache, clients.len(), inodes));
-    kc.register_metrics(&registry)?;
     // The polls hold this gateway's leases: the kernel may cache under them
     // (mode on), and the servers keep its locks while they last (any mode).
-    // (and a restarted server gets back the locks this gateway's owners hold)
-    let locks = std::sync::Arc::new(fuse::locks::LockOwners::new(clients.len()));
-    locks.register_metrics(&registry)?;
+    // Their callbacks travel up the graph (`upcalls`).
     for (i, c) in clients.iter().enumerate() {
-        tokio::spawn(fuse::kernel_cache::poll_loop(i, c.clone(), kc.clone(), locks.clone(), drain.stopped()));
+        tokio::spawn(upcalls::poll_loop(i, c.clone(), graph.clone(), drain.stopped()));
     }
     // What the kernel is about to cache is first held on every server.
-    tokio::spawn(kc.holds().clone().run(clients.clone(), kc.drop_from_kernel(), drain.stopped()));
-    let fs = fuse::GatewayFs::new(tokio::runtime::Handle::current(), graph.top.clone(), kc.clone()).stat_ahead(args.stat_ahead).selinux(args.selinux).with_locks(locks);
+    tokio::spawn(graph.coherence.run_holds(drain.stopped()));
+    let fs = fuse::GatewayFs::new(tokio::runtime::Handle::current(), graph.coherence.clone()).selinux(args.selinux);
     let threads = args.fuse_threads.unwrap_or_else(|| cpus().clamp(2, 8));
     let mp = mountpoint.clone();
     let mounted = tokio::task::spawn_blocking(move || mount::Mounted::mount(fs, &mp, threads)).await??;
     if let Some(n) = mounted.notifier() {
-        kc.set_notifier(n);
+        graph.coherence.set_notifier(Box::new(fuse::Kernel(n)));
     }
     tracing::info!(mount = %mountpoint.display(), servers = ?args.storage_servers, "mounted");
 

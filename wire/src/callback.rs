@@ -18,7 +18,6 @@ use crate::codec::{Dec, Enc, Res, R};
 use crate::{Request, WireError};
 use bytes::{BufMut, Bytes, BytesMut};
 use transport::Message;
-use xlator::FileId;
 
 /// The opcode of the session envelope (above every other message's).
 const SESSION: u8 = 67;
@@ -26,34 +25,9 @@ const SESSION: u8 = 67;
 /// "No session": a request from a tool, not a gateway with a kernel cache.
 pub const NO_SESSION: u64 = 0;
 
-/// What a gateway must drop from its kernel's caches.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Invalidation {
-    /// The file's attributes; with `offset >= 0` also its cached pages from
-    /// `offset` for `len` bytes (`len` 0: to the end).
-    Inode { fid: FileId, offset: i64, len: i64 },
-    /// The name `name` in directory `parent`.
-    Entry { parent: FileId, name: String },
-    /// Everything: the server could not keep this session's queue.
-    All,
-}
-
-impl Invalidation {
-    /// Attributes only.
-    pub fn attrs(fid: FileId) -> Invalidation {
-        Invalidation::Inode { fid, offset: -1, len: 0 }
-    }
-
-    /// Attributes and the pages of `len` bytes at `offset` (0: to the end).
-    pub fn data(fid: FileId, offset: u64, len: u64) -> Invalidation {
-        let offset = i64::try_from(offset).unwrap_or(i64::MAX);
-        Invalidation::Inode { fid, offset, len: i64::try_from(len).unwrap_or(0) }
-    }
-
-    pub fn entry(parent: FileId, name: &str) -> Invalidation {
-        Invalidation::Entry { parent, name: name.to_string() }
-    }
-}
+/// What a gateway must drop from its kernel's caches: defined in xlator,
+/// where it travels up the client graph as part of an [`xlator::Upcall`].
+pub use xlator::Invalidation;
 
 impl Enc for Invalidation {
     fn enc(&self, w: &mut BytesMut) {

@@ -8,8 +8,8 @@
 //!
 //! ```text
 //!  gateway (imca mount)                          storage server (imca storage)
-//!  FUSE -> io-stats -> CMCache -> stripe -> protocol-client ==wire==> protocol-server
-//!                                                                   -> SMCache -> posix
+//!  FUSE -> coherence -> io-stats -> CMCache -> stripe -> protocol-client ==wire==> protocol-server
+//!                                                                                -> SMCache -> posix
 //! ```
 //!
 //! Files are named two ways at once: by a [`Loc`] path relative to the export
@@ -32,7 +32,7 @@ pub use error::{FsError, FsResult};
 pub use around::{Around, Wrap};
 pub use fops::{AsParam, Fop, OpClass, ToWire};
 pub use stateful::{InGraph, Stateful};
-pub use translator::{Next, Removed, Renamed, Translator};
+pub use translator::{Invalidation, Next, Removed, Renamed, Translator, Upcall};
 pub use types::*;
 
 /// Largest xattr value (Linux's XATTR_SIZE_MAX): the reply bulk a getxattr

@@ -17,7 +17,7 @@
 //!
 //! Two users: a storage server's lock table (`protocol_server::locks`), and
 //! each gateway's record of what its own lock owners were granted
-//! (`gateway::fuse::locks`), which it sends back as reclaims when a server
+//! (`coherence::lock_reclaim`), which it sends back as reclaims when a server
 //! restarted. Both apply the same rules, so the record is exactly the
 //! server's locks of that gateway.
 

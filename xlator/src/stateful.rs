@@ -14,7 +14,7 @@
 use crate::error::{FsError, FsResult};
 use crate::translator::{Next, Translator};
 use crate::types::*;
-use crate::{Removed, Renamed};
+use crate::{Removed, Renamed, Upcall};
 use async_trait::async_trait;
 use std::sync::Arc;
 
@@ -39,6 +39,10 @@ macro_rules! stateful_trait {
             fn below(&self) -> FsResult<&Next> {
                 self.next().ok_or(FsError::ENOSYS)
             }
+
+            /// A storage server's callback (see [`crate::Upcall`]): what it
+            /// made stale must go before this returns.
+            async fn upcall(&self, _upcall: &Upcall) {}
 
             // reads and controls pass on unless overridden
             $(
@@ -73,6 +77,10 @@ macro_rules! stateful_trait {
 
             fn next(&self) -> Option<&Next> {
                 self.0.next()
+            }
+
+            async fn upcall(&self, upcall: &Upcall) {
+                self.0.upcall(upcall).await
             }
 
             $(

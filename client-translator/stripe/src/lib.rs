@@ -51,7 +51,7 @@ pub mod layout;
 pub mod merge;
 mod metrics;
 mod pending;
-mod plus;
+mod merged_listing;
 mod walk;
 mod write;
 
@@ -393,7 +393,7 @@ impl Translator for Stripe {
         let mut entries = self.first().readdir(loc, cookie, max, plus).await?;
         if plus && self.subvols.len() > 1 {
             // Server 0's attributes of a file are only its own copy's.
-            plus::merge_listing(self, loc, &mut entries).await?;
+            merged_listing::merge_listing(self, loc, &mut entries).await?;
         }
         Ok(entries)
     }

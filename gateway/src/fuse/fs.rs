@@ -1,27 +1,25 @@
-//! The fuser `Filesystem`: kernel requests in, translator calls out.
+//! The fuser `Filesystem`: kernel requests in, calls on the client graph's
+//! top (the coherence translator) out.
 //!
 //! Several fuser threads (one cloned /dev/fuse fd each) read requests, one at
 //! a time unless requests queue (`readers`); every request runs on its
 //! thread until it first waits (`first_poll`), then as a task on the tokio
-//! runtime that owns its reply and answers when the pipeline does, so one
-//! slow read never holds up others.
+//! runtime that owns its reply and answers when the graph does, so one
+//! slow read never holds up others. A re-validation the memo can answer
+//! (LOOKUP, GETATTR, a small file's READ) is answered on the fuser thread
+//! from the coherence translator's synchronous API, without a graph call.
 //!
-//! The handlers of an open file's life are in `open_files`, those of
-//! extended attributes in `xattrs`; this file keeps the names and
+//! The handlers of an open file's life are in `open_file_handlers`, those
+//! of extended attributes in `xattrs`; this file keeps the names and
 //! attributes, and the one `Filesystem` impl that dispatches them all.
 
-use super::ahead::Ahead;
 use super::answer::{answer, finish, Answer};
-use super::append::Appends;
 use super::convert;
-use super::dirs::DirStreams;
+use super::dir_streams::DirStreams;
 use super::first_poll;
 use super::listing;
-use super::inodes::Inodes;
-use super::kernel_cache::KernelCache;
-use super::locks::{self, LockOwners};
-use super::opens::Opens;
 use super::readers::Readers;
+use coherence::{Coherence, Inodes, KernelCache};
 use fuser::*;
 use std::ffi::OsStr;
 use std::future::Future;
@@ -29,28 +27,21 @@ use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::SystemTime;
-use xlator::{Attr, FileId, FsError, FsResult, Loc, NewFile, Next, Owner, SetAttr, TimeSet};
+use xlator::{Attr, FileId, FsError, FsResult, Loc, NewFile, Owner, SetAttr, Stateful, TimeSet};
 
 /// FUSE requests up to this size (read and write).
 pub const MAX_REQUEST: u32 = 1 << 20;
 
 pub struct GatewayFs {
     pub(super) rt: tokio::runtime::Handle,
-    pub(super) xl: Next,
+    /// the top of the client graph: what a request the memo cannot answer becomes a call on
+    pub(super) co: Arc<Coherence>,
+    /// what the kernel may cache, for how long, and the memo (the coherence translator's)
+    pub(super) kc: Arc<KernelCache>,
     pub(super) inodes: Arc<Inodes>,
     dirs: Arc<DirStreams>,
-    /// what the kernel may cache, for how long (leases and callbacks)
-    pub(super) kc: Arc<KernelCache>,
-    /// O_APPEND writes, ordered by each file's ordering server (see `append`)
-    pub(super) appends: Arc<Appends>,
-    /// which lock owners locked what through this gateway (for close)
-    pub(super) locks: Arc<LockOwners>,
     /// a fresh handle per open: OFD locks are dropped by the open file's release
     pub(super) next_fh: AtomicU64,
-    /// opens still on their way to the servers (kernel caching on)
-    pub(super) opens: Arc<Opens>,
-    /// directories listed ahead of a walk's lookups
-    ahead: Arc<Ahead>,
     /// how many fuser threads wait on the device (see `readers`)
     readers: Arc<Readers>,
     /// pass `security.selinux` through (see `xattrs`)
@@ -58,18 +49,14 @@ pub struct GatewayFs {
 }
 
 impl GatewayFs {
-    pub fn new(rt: tokio::runtime::Handle, xl: Next, kc: Arc<KernelCache>) -> GatewayFs {
+    pub fn new(rt: tokio::runtime::Handle, co: Arc<Coherence>) -> GatewayFs {
         GatewayFs {
             rt,
-            xl,
-            inodes: kc.inodes().clone(),
+            kc: co.kernel().clone(),
+            inodes: co.inodes().clone(),
+            co,
             dirs: Arc::default(),
-            kc,
-            appends: Arc::default(),
-            locks: Arc::default(),
             next_fh: AtomicU64::new(1),
-            opens: Arc::default(),
-            ahead: Arc::new(Ahead::new(super::ahead::TRIGGER)),
             readers: Arc::new(Readers::new(1)),
             selinux: false,
         }
@@ -78,20 +65,6 @@ impl GatewayFs {
     /// Share `readers` with the session that runs this file system.
     pub fn with_readers(mut self, readers: Arc<Readers>) -> GatewayFs {
         self.readers = readers;
-        self
-    }
-
-    /// List a directory ahead of a walk after `misses` lookups in it reached
-    /// the servers (0: never; see `ahead`).
-    pub fn stat_ahead(mut self, misses: u64) -> GatewayFs {
-        self.ahead = Arc::new(Ahead::new(misses));
-        self
-    }
-
-    /// Share the record of lock owners with the poll loops (which reclaim
-    /// locks from a restarted server).
-    pub fn with_locks(mut self, locks: Arc<LockOwners>) -> GatewayFs {
-        self.locks = locks;
         self
     }
 
@@ -112,72 +85,31 @@ impl GatewayFs {
     }
 
     /// Answer a request that names an entry (lookup, create, mkdir, mknod,
-    /// symlink, link): `call` asks the pipeline with (parent, name, extra
-    /// arguments), then the inode table learns the name.
-    fn entry<A, F>(&self, reply: ReplyEntry, args: FsResult<(Loc, String, A)>, call: impl FnOnce(Next, Loc, String, A) -> F + Send + 'static)
+    /// symlink, link): `call` asks the graph with (parent, name, extra
+    /// arguments), then the inode table learns the name (the kernel holds
+    /// one more reference), and the reply gets the TTL of a ticket taken
+    /// before the call.
+    fn entry<A, F>(&self, reply: ReplyEntry, args: FsResult<(Loc, String, A)>, call: impl FnOnce(Arc<Coherence>, Loc, String, A) -> F + Send + 'static)
     where
         A: Send + 'static,
         F: Future<Output = FsResult<Attr>> + Send + 'static,
     {
-        let (xl, inodes, kc, t) = (self.xl.clone(), self.inodes.clone(), self.kc.clone(), self.kc.ticket());
+        let (co, inodes, kc, t) = (self.co.clone(), self.inodes.clone(), self.kc.clone(), self.kc.ticket());
         // (no directory: an inode never held, so TTL 0)
         let dir = args.as_ref().ok().and_then(|(p, _, _)| p.fid).map_or(0, FileId::ino);
         let work = async move {
             let (ploc, name, extra) = args?;
-            let attr = call(xl, ploc.clone(), name.clone(), extra).await?;
+            let attr = call(co, ploc.clone(), name.clone(), extra).await?;
             inodes.remember(&ploc, &name, attr.fid);
             Ok(attr)
         };
         self.answer(reply, work, move |r, a| r.entry(&kc.ttl(t, &[dir, a.fid.ino()]), &convert::attr(&a), Generation(0)));
     }
 
-    /// A name is being added to directory `parent` through this gateway:
-    /// its remembered attributes go now and once answered (see `memo`).
-    fn changing_dir(&self, parent: INodeNo) -> Changing {
-        let t = self.kc.ticket();
-        self.kc.changing_inode(parent.0);
-        Changing { kc: self.kc.clone(), rt: self.rt.clone(), ino: parent.0, t }
-    }
-}
-
-/// What [`GatewayFs::changing_dir`] forgets again once the change is answered.
-struct Changing {
-    kc: Arc<KernelCache>,
-    rt: tokio::runtime::Handle,
-    ino: u64,
-    /// taken before the change was sent: a callback since voids its reply
-    t: super::kernel_cache::Ticket,
-}
-
-impl Changing {
-    /// The change was answered with the new entry `name`: remembered, as
-    /// a lookup's answer would be (it is the servers' state after it).
-    /// `made` is the id the request drew for a new object: an answer with
-    /// it is that object, new (an answer with another id is one that
-    /// existed, e.g. a create racing another gateway's).
-    ///
-    /// The kernel drops the directory's attributes once a name is added, and
-    /// asks for them at its next path walk through it (the permission check
-    /// before the next create): a network round trip per file written
-    /// (93 µs of ~1 ms per 1 KiB file, docs/benchmarks/archive/issue-12-kernel-caching.md). So they are
-    /// fetched (`xl`, at `dir`) as soon as the change is answered, beside
-    /// the requests that follow it, and remembered unless the directory
-    /// changed again meanwhile.
-    fn after(self, xl: &Next, dir: &Loc, name: &str, made: Option<FileId>, r: FsResult<Attr>) -> FsResult<Attr> {
-        let a = r.as_ref().ok();
-        self.kc.added(self.t, self.ino, name, a, a.is_some_and(|a| Some(a.fid) == made));
-        if a.is_some() && self.kc.memo_serving() {
-            let (kc, xl, dir, ino) = (self.kc.clone(), xl.clone(), dir.clone(), self.ino);
-            let (t, m) = (kc.ticket(), kc.memo_ticket());
-            self.rt.spawn(async move {
-                if let Ok(a) = xl.getattr(&dir).await {
-                    if a.fid.ino() == ino {
-                        kc.remember_ahead(t, m, &a);
-                    }
-                }
-            });
-        }
-        r
+    /// Answer a request that changes nothing the kernel is handed back
+    /// (unlink, rmdir, fsync, …) with the graph's call `work`.
+    fn empty<T: Send + 'static>(&self, reply: ReplyEmpty, work: impl Future<Output = FsResult<T>> + Send + 'static) {
+        self.answer(reply, work, |r, _| r.ok());
     }
 }
 
@@ -250,27 +182,10 @@ impl Filesystem for GatewayFs {
                 return reply.error(Errno::ENOENT);
             }
         }
-        let args = parent_and_name(&self.inodes, parent, name);
-        // A walk through a directory not remembered: list it ahead.
-        let listing = args.as_ref().ok().and_then(|(ploc, _)| self.ahead.missed(&self.rt, &self.xl, &self.kc, parent.0, ploc));
-        let (kc, m) = (self.kc.clone(), self.kc.memo_ticket());
-        let args = args.map(|(p, n)| (p, n.to_string(), ()));
-        let t = self.kc.ticket();
-        self.entry(reply, args, move |xl, p, n, ()| async move {
-            if let Some(a) = match listing {
-                Some(l) => l.wait_for(&kc, parent.0, &n).await,
-                None => None,
-            } {
-                return Ok(a);
-            }
-            // remembered, and the holds it needs under way
-            if let Some((a, _)) = kc.memo_entry_soon(parent.0, &n).await {
-                return Ok(a);
-            }
-            let a = xl.lookup(&p, &n).await?;
-            kc.remember_entry(t, m, parent.0, &n, &a);
-            Ok(a)
-        });
+        // Not remembered: the coherence translator may list ahead, wait
+        // for holds under way, or ask the servers.
+        let args = parent_and_name(&self.inodes, parent, name).map(|(p, n)| (p, n.to_string(), ()));
+        self.entry(reply, args, |co, p, n, ()| async move { co.lookup(&p, &n).await });
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
@@ -284,18 +199,8 @@ impl Filesystem for GatewayFs {
         if let Some((a, ttl)) = self.kc.memo_attr(ino.0) {
             return reply.attr(&ttl, &convert::attr(&a));
         }
-        let (xl, kc, t, m, loc) = (self.xl.clone(), self.kc.clone(), self.kc.ticket(), self.kc.memo_ticket(), self.inodes.loc(ino.0));
-        let k2 = kc.clone();
-        let work = async move {
-            // remembered, and its hold under way
-            if let Some((a, _)) = k2.memo_attr_soon(ino.0).await {
-                return Ok(a);
-            }
-            let a = xl.getattr(&loc?).await?;
-            k2.remember_attr(t, m, &a);
-            Ok(a)
-        };
-        self.answer(reply, work, move |r, a| r.attr(&kc.ttl(t, &[ino.0]), &convert::attr(&a)));
+        let (co, kc, t, loc) = (self.co.clone(), self.kc.clone(), self.kc.ticket(), self.inodes.loc(ino.0));
+        self.answer(reply, async move { co.getattr(&loc?).await }, move |r, a| r.attr(&kc.ttl(t, &[ino.0]), &convert::attr(&a)));
     }
 
     fn setattr(
@@ -317,7 +222,7 @@ impl Filesystem for GatewayFs {
         reply: ReplyAttr,
     ) {
         let _turn = self.readers.enter();
-        let (xl, kc, t, loc) = (self.xl.clone(), self.kc.clone(), self.kc.ticket(), self.inodes.loc(ino.0));
+        let (co, kc, t, loc) = (self.co.clone(), self.kc.clone(), self.kc.ticket(), self.inodes.loc(ino.0));
         let set = SetAttr {
             perm: mode.map(|m| m & 0o7777),
             uid,
@@ -326,73 +231,47 @@ impl Filesystem for GatewayFs {
             atime: atime.map(time_set),
             mtime: mtime.map(time_set),
         };
-        // (see `memo`: the servers do not call back the gateway that asked;
-        // the answer is the merge of every copy's, as a getattr's)
-        let m = self.kc.changing_attrs(ino.0).ticket;
-        let k2 = kc.clone();
-        let work = async move {
-            let r = xl.setattr(&loc?, &set).await;
-            k2.changed_attrs(t, m, ino.0, r.as_ref().ok(), None);
-            r
-        };
-        self.answer(reply, work, move |r, a| r.attr(&kc.ttl(t, &[ino.0]), &convert::attr(&a)));
+        self.answer(reply, async move { co.setattr(&loc?, &set).await }, move |r, a| r.attr(&kc.ttl(t, &[ino.0]), &convert::attr(&a)));
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
         let _turn = self.readers.enter();
-        let (xl, loc) = (self.xl.clone(), self.inodes.loc(ino.0));
-        self.answer(reply, async move { xl.readlink(&loc?).await }, |r, t| r.data(t.as_bytes()));
+        let (co, loc) = (self.co.clone(), self.inodes.loc(ino.0));
+        self.answer(reply, async move { co.readlink(&loc?).await }, |r, t| r.data(t.as_bytes()));
     }
 
     fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
         let _turn = self.readers.enter();
         let args = parent_and_name(&self.inodes, parent, name)
             .map(|(p, n)| (p, n.to_string(), new_file(n, mode & !umask, owner(req), true)));
-        // Regular files too: one round trip, nothing left open.
-        let kc = self.changing_dir(parent);
-        self.entry(reply, args, move |xl, p, _, new| async move { kc.after(&xl, &p, &new.name, Some(new.fid), xl.mknod(&p, &new, mode, rdev).await) });
+        self.entry(reply, args, move |co, p, _, new| async move { co.mknod(&p, &new, mode, rdev).await });
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
         let _turn = self.readers.enter();
         let args = parent_and_name(&self.inodes, parent, name)
             .map(|(p, n)| (p, n.to_string(), new_file(n, mode & !umask, owner(req), true)));
-        let kc = self.changing_dir(parent);
-        self.entry(reply, args, |xl, p, _, new| async move { kc.after(&xl, &p, &new.name, Some(new.fid), xl.mkdir(&p, &new).await) });
+        self.entry(reply, args, |co, p, _, new| async move { co.mkdir(&p, &new).await });
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let _turn = self.readers.enter();
-        let xl = self.xl.clone();
+        let co = self.co.clone();
         let args = parent_and_name(&self.inodes, parent, name).map(|(p, n)| (p, n.to_string()));
-        // What the name named loses a link (its attributes, under any of
-        // its names, are forgotten with everything else).
-        self.kc.changing_names();
-        let kc = self.kc.clone();
-        let work = async move {
+        self.empty(reply, async move {
             let (p, n) = args?;
-            let r = xl.unlink(&p, &n).await;
-            kc.changing_names();
-            r
-        };
-        self.answer(reply, work, |r, _| r.ok());
+            co.unlink(&p, &n).await
+        });
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let _turn = self.readers.enter();
-        let xl = self.xl.clone();
+        let co = self.co.clone();
         let args = parent_and_name(&self.inodes, parent, name).map(|(p, n)| (p, n.to_string()));
-        // What the name named loses a link (its attributes, under any of
-        // its names, are forgotten with everything else).
-        self.kc.changing_names();
-        let kc = self.kc.clone();
-        let work = async move {
+        self.empty(reply, async move {
             let (p, n) = args?;
-            let r = xl.rmdir(&p, &n).await;
-            kc.changing_names();
-            r
-        };
-        self.answer(reply, work, |r, _| r.ok());
+            co.rmdir(&p, &n).await
+        });
     }
 
     fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
@@ -401,10 +280,7 @@ impl Filesystem for GatewayFs {
             let target = target.to_str().ok_or(FsError::EILSEQ)?.to_string();
             Ok((p, n.to_string(), (new_file(n, 0o777, owner(req), true), target)))
         });
-        let kc = self.changing_dir(parent);
-        self.entry(reply, args, |xl, p, _, (new, target)| async move {
-            kc.after(&xl, &p, &new.name, Some(new.fid), xl.symlink(&p, &new, &target).await)
-        });
+        self.entry(reply, args, |co, p, _, (new, target)| async move { co.symlink(&p, &new, &target).await });
     }
 
     fn rename(
@@ -418,7 +294,7 @@ impl Filesystem for GatewayFs {
         reply: ReplyEmpty,
     ) {
         let _turn = self.readers.enter();
-        let (xl, inodes) = (self.xl.clone(), self.inodes.clone());
+        let (co, inodes) = (self.co.clone(), self.inodes.clone());
         let args = (|| {
             if flags.contains(RenameFlags::RENAME_WHITEOUT) {
                 return Err(FsError::EINVAL);
@@ -431,13 +307,9 @@ impl Filesystem for GatewayFs {
             noreplace: flags.contains(RenameFlags::RENAME_NOREPLACE),
             exchange: flags.contains(RenameFlags::RENAME_EXCHANGE),
         };
-        self.kc.changing_names();
-        let kc = self.kc.clone();
         let work = async move {
             let (p, n, np, nn) = args?;
-            let r = xl.rename(&p, &n, &np, &nn, rflags).await;
-            kc.changing_names();
-            r?;
+            co.rename(&p, &n, &np, &nn, rflags).await?;
             let (from, to) = (p.child(&n).path, np.child(&nn).path);
             if rflags.exchange {
                 inodes.exchanged(&from, &to);
@@ -455,15 +327,7 @@ impl Filesystem for GatewayFs {
             .inodes
             .loc(ino.0)
             .and_then(|l| parent_and_name(&self.inodes, newparent, newname).map(|(p, n)| (p, n.to_string(), l)));
-        // the file's nlink changes too
-        self.kc.changing_inode(ino.0);
-        let kc = self.changing_dir(newparent);
-        let k2 = self.kc.clone();
-        self.entry(reply, args, move |xl, np, nn, loc| async move {
-            let r = xl.link(&loc, &np, &nn).await;
-            k2.changing_inode(ino.0);
-            kc.after(&xl, &np, &nn, None, r)
-        });
+        self.entry(reply, args, |co, np, nn, loc| async move { co.link(&loc, &np, &nn).await });
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
@@ -486,8 +350,8 @@ impl Filesystem for GatewayFs {
         if let Some(d) = self.kc.memo_read(ino.0, offset, size) {
             return reply.data(&d);
         }
-        let (xl, loc) = (self.xl.clone(), self.inodes.loc(ino.0));
-        self.answer(reply, async move { xl.read(&loc?, offset, size).await }, |r, d| r.data(&d));
+        let (co, loc) = (self.co.clone(), self.inodes.loc(ino.0));
+        self.answer(reply, async move { co.read(&loc?, offset, size).await }, |r, d| r.data(&d));
     }
 
     fn write(
@@ -527,8 +391,8 @@ impl Filesystem for GatewayFs {
 
     fn fsync(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, datasync: bool, reply: ReplyEmpty) {
         let _turn = self.readers.enter();
-        let (xl, loc) = (self.xl.clone(), self.inodes.loc(ino.0));
-        self.answer(reply, async move { xl.fsync(&loc?, datasync).await }, |r, ()| r.ok());
+        let (co, loc) = (self.co.clone(), self.inodes.loc(ino.0));
+        self.empty(reply, async move { co.fsync(&loc?, datasync).await });
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
@@ -539,14 +403,14 @@ impl Filesystem for GatewayFs {
 
     fn readdir(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, reply: ReplyDirectory) {
         let _turn = self.readers.enter();
-        let (xl, loc, stream) = (self.xl.clone(), self.inodes.loc(ino.0), self.dirs.get(fh.0));
-        first_poll::run(&self.rt, listing::readdir(xl, loc, stream, ino, offset, reply));
+        let (co, loc, stream) = (self.co.clone(), self.inodes.loc(ino.0), self.dirs.get(fh.0));
+        first_poll::run(&self.rt, listing::readdir(co, loc, stream, ino, offset, reply));
     }
 
     fn readdirplus(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, reply: ReplyDirectoryPlus) {
         let _turn = self.readers.enter();
-        let (xl, loc, stream) = (self.xl.clone(), self.inodes.loc(ino.0), self.dirs.get(fh.0));
-        first_poll::run(&self.rt, listing::readdirplus(xl, self.kc.clone(), loc, stream, ino, offset, reply));
+        let (co, loc, stream) = (self.co.clone(), self.inodes.loc(ino.0), self.dirs.get(fh.0));
+        first_poll::run(&self.rt, listing::readdirplus(co, loc, stream, ino, offset, reply));
     }
 
     fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
@@ -581,8 +445,8 @@ impl Filesystem for GatewayFs {
 
     fn statfs(&self, _req: &Request, ino: INodeNo, reply: ReplyStatfs) {
         let _turn = self.readers.enter();
-        let (xl, loc) = (self.xl.clone(), self.inodes.loc(ino.0));
-        self.answer(reply, async move { xl.statfs(&loc?).await }, |r, s| {
+        let (co, loc) = (self.co.clone(), self.inodes.loc(ino.0));
+        self.answer(reply, async move { co.statfs(&loc?).await }, |r, s| {
             r.statfs(s.blocks, s.bfree, s.bavail, s.files, s.ffree, s.bsize, s.namelen, s.frsize)
         });
     }
@@ -615,14 +479,13 @@ impl Filesystem for GatewayFs {
 
     fn create(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, flags: i32, reply: ReplyCreate) {
         let _turn = self.readers.enter();
-        let (xl, inodes, fopen, fh) = (self.xl.clone(), self.inodes.clone(), self.fopen_flags(None, flags), self.new_fh(flags));
+        let (co, inodes, fopen, fh) = (self.co.clone(), self.inodes.clone(), self.fopen_flags(None, flags), self.new_fh(flags));
         let (kc, t) = (self.kc.clone(), self.kc.ticket());
         let args = parent_and_name(&inodes, parent, name)
             .map(|(p, n)| (p, new_file(n, mode & !umask, owner(req), flags & libc::O_EXCL != 0)));
-        let changing = self.changing_dir(parent);
         let work = async move {
             let (ploc, new) = args?;
-            let attr = changing.after(&xl, &ploc, &new.name, Some(new.fid), xl.create(&ploc, &new, flags).await)?;
+            let attr = co.create(&ploc, &new, flags).await?;
             inodes.remember(&ploc, &new.name, attr.fid);
             Ok(attr)
         };
@@ -648,12 +511,12 @@ impl Filesystem for GatewayFs {
         reply: ReplyLock,
     ) {
         let _turn = self.readers.enter();
-        let (xl, loc, locks) = (self.xl.clone(), self.inodes.loc(ino.0), self.locks.clone());
+        let (co, loc) = (self.co.clone(), self.inodes.loc(ino.0));
         let work = async move {
-            let lock = locks::request(lock_owner.0, start, end, locks::lock_type(typ)?, pid);
-            locks.getlk(&xl, &loc?, ino.0, lock).await
+            let lock = coherence::lock_request(lock_owner.0, start, end, coherence::lock_type(typ)?, pid);
+            co.locks().getlk(co.lower(), &loc?, ino.0, lock).await
         };
-        self.answer(reply, work, |r, l| r.locked(l.start, l.end, locks::fcntl_type(l.typ), l.pid));
+        self.answer(reply, work, |r, l| r.locked(l.start, l.end, coherence::fcntl_type(l.typ), l.pid));
     }
 
     fn setlk(
@@ -670,11 +533,10 @@ impl Filesystem for GatewayFs {
         reply: ReplyEmpty,
     ) {
         let _turn = self.readers.enter();
-        let (xl, loc, locks) = (self.xl.clone(), self.inodes.loc(ino.0), self.locks.clone());
-        let work = async move {
-            let lock = locks::request(lock_owner.0, start, end, locks::lock_type(typ)?, pid);
-            locks.setlk(&xl, &loc?, ino.0, fh.0, lock, sleep).await
-        };
-        self.answer(reply, work, |r, ()| r.ok());
+        let (co, loc) = (self.co.clone(), self.inodes.loc(ino.0));
+        self.empty(reply, async move {
+            let lock = coherence::lock_request(lock_owner.0, start, end, coherence::lock_type(typ)?, pid);
+            co.locks().setlk(co.lower(), &loc?, ino.0, fh.0, lock, sleep).await
+        });
     }
 }

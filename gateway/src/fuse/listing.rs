@@ -1,21 +1,22 @@
 //! Answering READDIR and READDIRPLUS: one reply filled from the pipeline's listing.
 //!
-//! Both walk the open directory's stream (`dirs`) the same way: "." and
+//! Both walk the open directory's stream (`dir_streams`) the same way: "." and
 //! "..", then batches of real entries until the kernel's buffer is full or
 //! the listing ends. READDIRPLUS also hands the kernel each entry's
 //! attributes, so `ls -l` (or a scan that stats every file) costs one
 //! request per batch instead of one LOOKUP per name; the kernel takes a
 //! lookup reference on every real entry it is given, which the inode table
-//! counts like a LOOKUP.
+//! counts like a LOOKUP. What the listing's attributes do to the memo and
+//! the holds is the coherence translator's (its `readdir`).
 
 use super::answer::finish;
 use super::convert;
-use super::dirs::{DirStream, AFTER_DOT, AFTER_DOTDOT};
-use super::kernel_cache::KernelCache;
+use super::dir_streams::{DirStream, AFTER_DOT, AFTER_DOTDOT};
+use coherence::Coherence;
 use fuser::{FileType, Generation, INodeNo, ReplyDirectory, ReplyDirectoryPlus};
 use std::sync::Arc;
 use std::time::Duration;
-use xlator::{DirEntry, FsError, FsResult, Loc, Next};
+use xlator::{DirEntry, FsError, FsResult, Loc, Stateful};
 
 /// An open directory's stream, as the FUSE layer finds it by handle.
 pub type Stream = Option<Arc<tokio::sync::Mutex<DirStream>>>;
@@ -23,11 +24,11 @@ pub type Stream = Option<Arc<tokio::sync::Mutex<DirStream>>>;
 /// Answer a READDIR of directory `ino` (at `loc`) from `offset`. The reply
 /// is filled while the listing runs, so it is answered here rather than
 /// through `answer`.
-pub async fn readdir(xl: Next, loc: FsResult<Loc>, stream: Stream, ino: INodeNo, offset: u64, mut reply: ReplyDirectory) {
+pub async fn readdir(co: Arc<Coherence>, loc: FsResult<Loc>, stream: Stream, ino: INodeNo, offset: u64, mut reply: ReplyDirectory) {
     let r = async {
         let (loc, stream) = (loc?, stream.ok_or(FsError::EBADF)?);
         let mut stream = stream.lock().await;
-        fill(&xl, &loc, &mut stream, offset, None, |item| match item {
+        fill(&co, &loc, &mut stream, offset, false, |item| match item {
             Item::Dot => reply.add(ino, AFTER_DOT, FileType::Directory, "."),
             Item::DotDot => reply.add(INodeNo(1), AFTER_DOTDOT, FileType::Directory, ".."),
             Item::Entry(e, off) => reply.add(INodeNo(e.fid.ino()), off, convert::kind(e.kind), &e.name),
@@ -39,18 +40,17 @@ pub async fn readdir(xl: Next, loc: FsResult<Loc>, stream: Stream, ino: INodeNo,
 }
 
 /// Answer a READDIRPLUS: [`readdir`] with each entry's attributes, which
-/// the kernel caches as a LOOKUP's (TTL and memo under the tickets taken
-/// before the listing is fetched).
+/// the kernel caches as a LOOKUP's (TTL under the ticket taken before the
+/// listing is fetched).
 pub async fn readdirplus(
-    xl: Next,
-    kc: Arc<KernelCache>,
+    co: Arc<Coherence>,
     loc: FsResult<Loc>,
     stream: Stream,
     ino: INodeNo,
     offset: u64,
     mut reply: ReplyDirectoryPlus,
 ) {
-    let (t, m) = (kc.ticket(), kc.memo_ticket());
+    let (kc, t) = (co.kernel(), co.kernel().ticket());
     let r = async {
         let (loc, stream) = (loc?, stream.ok_or(FsError::EBADF)?);
         let mut stream = stream.lock().await;
@@ -59,7 +59,7 @@ pub async fn readdirplus(
         let dot = convert::dir_placeholder(ino);
         let gen = Generation(0);
         let mut missing = false;
-        fill(&xl, &loc, &mut stream, offset, Some(&kc), |item| match item {
+        fill(&co, &loc, &mut stream, offset, true, |item| match item {
             Item::Dot => reply.add(ino, AFTER_DOT, ".", &Duration::ZERO, &dot, gen),
             Item::DotDot => reply.add(INodeNo(1), AFTER_DOTDOT, "..", &Duration::ZERO, &dot, gen),
             Item::Entry(e, off) => {
@@ -70,8 +70,7 @@ pub async fn readdirplus(
                 let full = reply.add(INodeNo(e.fid.ino()), off, &e.name, &kc.ttl(t, &[ino.0, e.fid.ino()]), &convert::attr(a), gen);
                 if !full {
                     // The kernel now holds a lookup reference on it.
-                    kc.inodes().remember(&loc, &e.name, e.fid);
-                    kc.remember_entry(t, m, ino.0, &e.name, a);
+                    co.inodes().remember(&loc, &e.name, e.fid);
                 }
                 full
             }
@@ -98,16 +97,14 @@ pub enum Item<'a> {
 }
 
 /// Fill a reply: `add` returns true when the kernel's buffer is full (the
-/// item was not added). `plus`: ask the pipeline for attributes too, and
-/// (with kernel caching) have what was listed held before it is handed
-/// out, so the kernel can cache it (one round for a batch; `ls -l` in a
-/// directory another gateway wrote then stats nothing through FUSE).
+/// item was not added). `plus`: ask the graph for attributes too (the
+/// coherence translator has what was listed held before it answers).
 pub async fn fill(
-    xl: &Next,
+    co: &Coherence,
     loc: &Loc,
     stream: &mut DirStream,
     offset: u64,
-    plus: Option<&KernelCache>,
+    plus: bool,
     mut add: impl FnMut(Item<'_>) -> bool,
 ) -> FsResult<()> {
     if offset == 0 && add(Item::Dot) {
@@ -123,11 +120,8 @@ pub async fn fill(
     // Fill the kernel's buffer (glibc asks for 32 KiB at a time), fetching
     // batches until it is full or the listing ends.
     loop {
-        let entries = xl.readdir(loc, cookie, BATCH, plus.is_some()).await?;
+        let entries = co.readdir(loc, cookie, BATCH, plus).await?;
         let Some(last) = entries.last() else { return Ok(()) };
-        if let (Some(kc), Some(dir)) = (plus, loc.fid) {
-            kc.hold_listed(dir.ino(), &entries).await;
-        }
         cookie = last.next;
         for e in &entries {
             let off = stream.record(k, e.next);

@@ -1,26 +1,24 @@
-//! The FUSE side of the gateway: the kernel's requests become translator calls.
+//! The FUSE bridge: a kernel request becomes a call on the client graph's
+//! top (the coherence translator), its answer a FUSE reply, and what the
+//! coherence translator says the kernel must forget goes out through
+//! fuser's notifier ([`Kernel`]).
+//!
+//! What may be answered without the graph (the memo's re-validations, a
+//! small file's bytes written here, known-absent xattrs and names) is asked
+//! of the coherence translator's synchronous API on the fuser thread; the
+//! rest runs until it first waits (`first_poll`), then on the runtime.
 
-mod ahead;
 mod answer;
-mod contents;
-mod first_poll;
-mod append;
 pub mod convert;
-pub mod dirs;
+pub mod dir_streams;
+mod first_poll;
 pub mod fs;
-mod here;
-pub mod holds;
-pub mod inodes;
-pub mod kernel_cache;
-pub mod locks;
-mod reclaim;
+mod kernel_notifier;
 mod listing;
-mod memo;
-mod names;
-mod open_files;
-mod opens;
+mod open_file_handlers;
 pub mod readers;
 mod xattrs;
 
+pub use coherence::Mode as KernelCacheMode;
 pub use fs::{GatewayFs, MAX_REQUEST};
-pub use kernel_cache::{KernelCache, Mode as KernelCacheMode};
+pub use kernel_notifier::Kernel;

@@ -1,9 +1,9 @@
 //! Extended attributes: SETXATTR, GETXATTR, LISTXATTR, REMOVEXATTR go down
-//! the pipeline. A change makes the gateway forget the file's remembered
-//! attributes and capability; a server's "no `security.capability`" (or
-//! "no `security.selinux`") is remembered under the lease, so the GETXATTR
-//! the kernel sends before every write, and `ls -l` for every name, is
-//! answered here (see `KernelCache::known_absent`).
+//! the graph. The coherence translator forgets a file's remembered
+//! attributes and capability on a change, and remembers a server's "no
+//! `security.capability`" (or "no `security.selinux`") under the lease, so
+//! the GETXATTR the kernel sends before every write, and `ls -l` for every
+//! name, is answered here (`KernelCache::known_absent`).
 //!
 //! Unless the mount passes them through (`--selinux`), the storage hosts'
 //! SELinux labels are not shown: `security.selinux` is answered EOPNOTSUPP
@@ -13,10 +13,10 @@
 //! (then it stops asking for that file system).
 
 use super::fs::GatewayFs;
-use super::memo::Asked;
+use coherence::Asked;
 use fuser::*;
 use std::ffi::OsStr;
-use xlator::{FsError, XattrFlags};
+use xlator::{FsError, Stateful, XattrFlags};
 
 /// The xattr holding a file's SELinux label.
 const LABEL: &str = "security.selinux";
@@ -31,17 +31,13 @@ impl GatewayFs {
         if self.hidden(name.as_encoded_bytes()) {
             return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
         }
-        let xl = self.xl.clone();
-        self.kc.changing_xattrs(ino.0);
-        let kc = self.kc.clone();
+        let co = self.co.clone();
         let args = self.inodes.loc(ino.0).and_then(|l| Ok((l, name.to_str().ok_or(FsError::EILSEQ)?.to_string())));
         let value = value.to_vec();
         let xflags = XattrFlags { create: flags & libc::XATTR_CREATE != 0, replace: flags & libc::XATTR_REPLACE != 0 };
         let work = async move {
             let (loc, name) = args?;
-            let r = xl.setxattr(&loc, &name, &value, xflags).await;
-            kc.changing_xattrs(ino.0);
-            r
+            co.setxattr(&loc, &name, &value, xflags).await
         };
         self.answer(reply, work, |r, ()| r.ok());
     }
@@ -56,22 +52,18 @@ impl GatewayFs {
         if asked.is_some_and(|x| self.kc.known_absent(ino.0, x)) {
             return reply.error(Errno::from_i32(libc::ENODATA));
         }
-        let (xl, kc, t, m) = (self.xl.clone(), self.kc.clone(), self.kc.ticket(), self.kc.memo_ticket());
+        let co = self.co.clone();
         let args = self.inodes.loc(ino.0).and_then(|l| Ok((l, name.to_str().ok_or(FsError::ENODATA)?.to_string())));
         let work = async move {
             let (loc, name) = args?;
-            let r = xl.getxattr(&loc, &name).await;
-            if let (Some(x), Err(FsError::ENODATA)) = (asked, &r) {
-                kc.learned_absent(t, m, ino.0, x);
-            }
-            r
+            co.getxattr(&loc, &name).await
         };
         self.answer(reply, work, move |r, v| reply_xattr(r, size, &v));
     }
 
     pub(super) fn list_xattrs(&self, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        let (xl, loc, selinux) = (self.xl.clone(), self.inodes.loc(ino.0), self.selinux);
-        self.answer(reply, async move { xl.listxattr(&loc?).await }, move |r, names| {
+        let (co, loc, selinux) = (self.co.clone(), self.inodes.loc(ino.0), self.selinux);
+        self.answer(reply, async move { co.listxattr(&loc?).await }, move |r, names| {
             let mut buf = Vec::new();
             for n in names.iter().filter(|n| selinux || *n != LABEL) {
                 buf.extend_from_slice(n.as_bytes());
@@ -85,15 +77,11 @@ impl GatewayFs {
         if self.hidden(name.as_encoded_bytes()) {
             return reply.error(Errno::from_i32(libc::EOPNOTSUPP));
         }
-        let xl = self.xl.clone();
-        self.kc.changing_xattrs(ino.0);
-        let kc = self.kc.clone();
+        let co = self.co.clone();
         let args = self.inodes.loc(ino.0).and_then(|l| Ok((l, name.to_str().ok_or(FsError::ENODATA)?.to_string())));
         let work = async move {
             let (loc, name) = args?;
-            let r = xl.removexattr(&loc, &name).await;
-            kc.changing_xattrs(ino.0);
-            r
+            co.removexattr(&loc, &name).await
         };
         self.answer(reply, work, |r, ()| r.ok());
     }

@@ -1,10 +1,10 @@
 //! What the kernel may cache, and for how long: the gateway's side of the
-//! kernel-cache leases (the servers' side is `protocol_server::callbacks`).
+//! kernel-cache leases (the servers' side is the server graph's callbacks).
 //!
 //! ```text
-//!  poll loop per server ── Callbacks{lease, items} ──> KernelCache::apply ─ notifier thread ─> kernel
-//!                                                         (bump epoch first)   inval_inode / inval_entry
-//!  FUSE request: ticket() at start ──> pipeline ──> ttl(ticket) in the reply
+//!  upcall from server i ── Upcall{lease, items} ──> KernelCache::apply ─ blocking thread ─> KernelNotify
+//!                                                     (bump epoch first)    inval_inode / inval_entry
+//!  FUSE request: ticket() at start ──> graph ──> ttl(ticket) in the reply
 //! ```
 //!
 //! A TTL handed to the kernel never outlives the lease of *every* server (a
@@ -18,18 +18,17 @@
 //! (`FUSE_AUTO_INVAL_DATA`). Kernel notifications never run on a fuser
 //! thread: the kernel may wait on a request that thread would have to read.
 
-use super::here::Here;
-use super::holds::Holds;
-use super::inodes::Inodes;
-use super::contents;
-use super::memo::{Asked, Memo, MemoTicket, Taken};
+use crate::answered_here::AnsweredHere;
+use crate::holds::Holds;
+use crate::inodes::Inodes;
+use crate::kernel_notify::{quiet, KernelNotify};
+use crate::memo::{Asked, Memo, MemoTicket, Taken};
+use crate::small_files;
 use bytes::Bytes;
-use fuser::{INodeNo, Notifier};
-use std::ffi::OsStr;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
-use wire::Invalidation;
+use xlator::Invalidation;
 
 /// Whether the kernel caches at all.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -61,11 +60,12 @@ pub struct KernelCache {
     epoch: AtomicU64,
     /// what the latest batches named, by epoch (see [`Recent`])
     recent: std::sync::Mutex<Recent>,
-    notifier: OnceLock<Notifier>,
+    /// how the kernel is told to forget (the FUSE bridge's)
+    notifier: OnceLock<Box<dyn KernelNotify>>,
     /// what was answered, for re-validations (see `memo`)
     memo: Memo,
     /// what was answered from `memo` (metrics)
-    here: Here,
+    here: AnsweredHere,
     /// which inodes every server waits for this gateway on
     holds: Arc<Holds>,
     /// callbacks received, by whether the kernel may hold what they name
@@ -73,7 +73,7 @@ pub struct KernelCache {
 }
 
 impl KernelCache {
-    pub fn new(mode: Mode, servers: usize, inodes: Arc<Inodes>) -> KernelCache {
+    pub(crate) fn new(mode: Mode, servers: usize, inodes: Arc<Inodes>) -> KernelCache {
         KernelCache {
             mode,
             inodes,
@@ -83,7 +83,7 @@ impl KernelCache {
             recent: std::sync::Mutex::default(),
             notifier: OnceLock::new(),
             memo: Memo::default(),
-            here: Here::default(),
+            here: AnsweredHere::default(),
             holds: Arc::new(Holds::new(servers)),
             callbacks: prometheus::IntCounterVec::new(
                 prometheus::Opts::new(
@@ -97,14 +97,10 @@ impl KernelCache {
     }
 
     /// Show the counts of answers given here, and of callbacks, in `registry`.
-    pub fn register_metrics(&self, registry: &prometheus::Registry) -> prometheus::Result<()> {
+    pub(crate) fn register_metrics(&self, registry: &prometheus::Registry) -> prometheus::Result<()> {
         registry.register(Box::new(self.callbacks.clone()))?;
         self.holds.register(registry)?;
         self.here.register(registry)
-    }
-
-    pub fn mode(&self) -> Mode {
-        self.mode
     }
 
     pub fn inodes(&self) -> &Arc<Inodes> {
@@ -115,8 +111,8 @@ impl KernelCache {
         &self.holds
     }
 
-    /// The mount's notifier, once the kernel session exists.
-    pub fn set_notifier(&self, n: Notifier) {
+    /// How the kernel is told to forget, once the kernel session exists.
+    pub(crate) fn set_notifier(&self, n: Box<dyn KernelNotify>) {
         let _ = self.notifier.set(n);
     }
 
@@ -158,7 +154,7 @@ impl KernelCache {
     }
 
     /// The memo's ticket for a request starting now.
-    pub fn memo_ticket(&self) -> MemoTicket {
+    pub(crate) fn memo_ticket(&self) -> MemoTicket {
         self.memo.ticket()
     }
 
@@ -184,7 +180,7 @@ impl KernelCache {
     /// [`KernelCache::memo_entry`], waiting (briefly) for the holds it
     /// needs when the memo has the entry but they are under way: a listing
     /// just remembered it (`ls -l` in a directory another gateway wrote).
-    pub async fn memo_entry_soon(&self, parent: u64, name: &str) -> Option<(xlator::Attr, Duration)> {
+    pub(crate) async fn memo_entry_soon(&self, parent: u64, name: &str) -> Option<(xlator::Attr, Duration)> {
         if let Some(r) = self.memo_entry(parent, name) {
             return Some(r);
         }
@@ -203,7 +199,7 @@ impl KernelCache {
 
     /// What the holds' registrar calls before giving `inos` back: the
     /// kernel drops them (see `holds`).
-    pub fn drop_from_kernel(self: &Arc<Self>) -> super::holds::DropFromKernel {
+    pub(crate) fn drop_from_kernel(self: &Arc<Self>) -> crate::holds::DropFromKernel {
         let me = self.clone();
         Box::new(move |inos: Vec<u64>| {
             let me = me.clone();
@@ -211,7 +207,7 @@ impl KernelCache {
                 let _ = tokio::task::spawn_blocking(move || {
                     if let Some(n) = me.notifier.get() {
                         for ino in inos {
-                            quiet(n.inval_inode(INodeNo(ino), 0, 0));
+                            quiet(n.inval_inode(ino, 0, 0));
                         }
                     }
                 })
@@ -222,7 +218,7 @@ impl KernelCache {
 
     /// Have directory `dir` and the objects of `listed` held (waiting
     /// briefly): a listing with attributes is about to hand them out.
-    pub async fn hold_listed(&self, dir: u64, listed: &[xlator::DirEntry]) {
+    pub(crate) async fn hold_listed(&self, dir: u64, listed: &[xlator::DirEntry]) {
         if self.mode == Mode::On && !self.remaining().is_zero() {
             let inos: Vec<u64> = std::iter::once(dir).chain(listed.iter().map(|e| e.fid.ino())).collect();
             self.holds.wait_held(&inos, HOLD_WAIT).await;
@@ -230,7 +226,7 @@ impl KernelCache {
     }
 
     /// [`KernelCache::memo_attr`], waiting as [`KernelCache::memo_entry_soon`].
-    pub async fn memo_attr_soon(&self, ino: u64) -> Option<(xlator::Attr, Duration)> {
+    pub(crate) async fn memo_attr_soon(&self, ino: u64) -> Option<(xlator::Attr, Duration)> {
         if let Some(r) = self.memo_attr(ino) {
             return Some(r);
         }
@@ -247,18 +243,18 @@ impl KernelCache {
     }
 
     /// Whether what is remembered now is served (kernel caching on, lease held).
-    pub fn memo_serving(&self) -> bool {
+    pub(crate) fn memo_serving(&self) -> bool {
         self.mode == Mode::On && !self.remaining().is_zero()
     }
 
-    /// A stat-ahead listing saw `n` entries (see `ahead`).
-    pub fn count_ahead(&self, n: usize) {
+    /// A stat-ahead listing saw `n` entries (see `stat_ahead`).
+    pub(crate) fn count_ahead(&self, n: usize) {
         self.here.stat_ahead.inc_by(n as u64);
     }
 
     /// Remember the answers of a request that started with `t` and `m`
     /// (only if no invalidation came meanwhile and the lease holds).
-    pub fn remember_attr(&self, t: Ticket, m: MemoTicket, a: &xlator::Attr) {
+    pub(crate) fn remember_attr(&self, t: Ticket, m: MemoTicket, a: &xlator::Attr) {
         self.want(a.fid.ino());
         if !self.unmoved(t).is_zero() {
             self.memo.store_attr(m, a);
@@ -268,14 +264,14 @@ impl KernelCache {
     /// Remember attributes fetched ahead of the kernel's asking, by a fetch
     /// that started with `t` and `m`, unless their inode was forgotten
     /// since or a callback came (see [`Memo::store_ahead`]).
-    pub fn remember_ahead(&self, t: Ticket, m: MemoTicket, a: &xlator::Attr) {
+    pub(crate) fn remember_ahead(&self, t: Ticket, m: MemoTicket, a: &xlator::Attr) {
         if !self.unmoved(t).is_zero() && self.memo.store_ahead(m, a) {
             self.here.dir_ahead.inc();
         }
     }
 
     /// False when nothing more fetched under `t` and `m` would be remembered.
-    pub fn remember_entry(&self, t: Ticket, m: MemoTicket, parent: u64, name: &str, a: &xlator::Attr) -> bool {
+    pub(crate) fn remember_entry(&self, t: Ticket, m: MemoTicket, parent: u64, name: &str, a: &xlator::Attr) -> bool {
         self.want(parent);
         self.want(a.fid.ino());
         !self.unmoved(t).is_zero() && self.memo.store_entry(m, parent, name, a)
@@ -294,7 +290,7 @@ impl KernelCache {
     /// Name `name` was added to directory `parent` through this gateway by
     /// a request that started with `t`, answered `a` (None: it failed);
     /// `new` when `a` is the object that request created.
-    pub fn added(&self, t: Ticket, parent: u64, name: &str, a: Option<&xlator::Attr>, new: bool) {
+    pub(crate) fn added(&self, t: Ticket, parent: u64, name: &str, a: Option<&xlator::Attr>, new: bool) {
         self.changing_inode(parent);
         if let Some(a) = a.filter(|_| new) {
             // the servers recorded the hold from the create itself
@@ -316,7 +312,7 @@ impl KernelCache {
     /// after: the servers do not call back the gateway that asked). Its
     /// remembered attributes go, and the memo's epoch moves, so an answer
     /// under way meanwhile is not remembered.
-    pub fn changing_inode(&self, ino: u64) {
+    pub(crate) fn changing_inode(&self, ino: u64) {
         self.memo.forget_attrs(ino);
     }
 
@@ -324,7 +320,7 @@ impl KernelCache {
     /// attributes after it (a setattr, a write): hands back the attributes
     /// (and a small file's bytes) remembered before, and the memo's ticket
     /// for [`KernelCache::changed_attrs`].
-    pub fn changing_attrs(&self, ino: u64) -> Taken {
+    pub(crate) fn changing_attrs(&self, ino: u64) -> Taken {
         self.memo.take_attrs(ino)
     }
 
@@ -333,29 +329,29 @@ impl KernelCache {
     /// (None: unknown, or it failed) and, if known, the bytes `content`:
     /// remembered if nothing moved meanwhile and the lease holds, else
     /// forgotten.
-    pub fn changed_attrs(&self, t: Ticket, m: MemoTicket, ino: u64, a: Option<&xlator::Attr>, content: Option<Bytes>) {
+    pub(crate) fn changed_attrs(&self, t: Ticket, m: MemoTicket, ino: u64, a: Option<&xlator::Attr>, content: Option<Bytes>) {
         self.memo.store_changed(m, ino, a.filter(|_| !self.unmoved(t).is_zero()), content);
     }
 
     /// A READ of `size` bytes at `offset` of inode `ino`, answered from the
-    /// bytes remembered of a small file written here (see `contents`).
+    /// bytes remembered of a small file written here (see `small_files`).
     pub fn memo_read(&self, ino: u64, offset: u64, size: u32) -> Option<Bytes> {
         self.memo_serves()?;
         let d = self.memo.content(ino)?;
         self.holds.check(&[ino]).then_some(())?;
         self.here.read.inc();
-        Some(contents::slice(&d, offset, size))
+        Some(small_files::slice(&d, offset, size))
     }
 
     /// [`KernelCache::changing_inode`] for its xattrs: its remembered
     /// capability goes too.
-    pub fn changing_xattrs(&self, ino: u64) {
+    pub(crate) fn changing_xattrs(&self, ino: u64) {
         self.memo.forget_inode(ino);
     }
 
     /// Names are being removed or moved through this gateway: forget
     /// everything (what they named may be remembered under other names).
-    pub fn changing_names(&self) {
+    pub(crate) fn changing_names(&self) {
         self.memo.clear();
     }
 
@@ -386,7 +382,7 @@ impl KernelCache {
 
     /// A server said inode `ino` lacks `x`, in answer to a request that
     /// started with `t` and `m`: remembered if nothing moved meanwhile.
-    pub fn learned_absent(&self, t: Ticket, m: MemoTicket, ino: u64, x: Asked) {
+    pub(crate) fn learned_absent(&self, t: Ticket, m: MemoTicket, ino: u64, x: Asked) {
         if !self.unmoved(t).is_zero() {
             self.memo.store_lack(m, ino, x);
         }
@@ -400,7 +396,7 @@ impl KernelCache {
     }
 
     /// Server `i` granted a lease ending at `until`.
-    pub fn renew(&self, i: usize, until: Instant) {
+    pub(crate) fn renew(&self, i: usize, until: Instant) {
         let ns = until.saturating_duration_since(self.base).as_nanos() as u64;
         let before = self.valid_until[i].fetch_max(ns, SeqCst);
         if before <= self.base.elapsed().as_nanos() as u64 {
@@ -411,16 +407,16 @@ impl KernelCache {
 
     /// Tell the kernel to drop `items`; returns once it has. Answers that
     /// were under way meanwhile get TTL 0.
-    pub async fn apply(self: &Arc<Self>, items: Vec<Invalidation>) {
+    pub(crate) async fn apply(self: &Arc<Self>, items: &[Invalidation]) {
         if items.is_empty() {
             return;
         }
         {
             let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
             let epoch = self.epoch.fetch_add(1, SeqCst) + 1;
-            recent.note(epoch, &items);
+            recent.note(epoch, items);
         }
-        for item in &items {
+        for item in items {
             match item {
                 Invalidation::Inode { fid, .. } => self.memo.forget_inode(fid.ino()),
                 Invalidation::Entry { parent, name } => self.memo.forget_entry(parent.ino(), name),
@@ -433,7 +429,7 @@ impl KernelCache {
         // 21). Checked after the epoch moved: an answer that makes the
         // kernel hold one of them from now on gets TTL 0.
         let total = items.len();
-        let items: Vec<Invalidation> = items.into_iter().filter(|i| self.kernel_may_hold(i)).collect();
+        let items: Vec<Invalidation> = items.iter().filter(|i| self.kernel_may_hold(i)).cloned().collect();
         self.callbacks.with_label_values(&["held"]).inc_by(items.len() as u64);
         self.callbacks.with_label_values(&["not_held"]).inc_by((total - items.len()) as u64);
         if items.is_empty() {
@@ -460,12 +456,12 @@ impl KernelCache {
     /// attributes; returns once it has. No epoch moves: the kernel itself
     /// ignores attributes asked for before a write, and the memo was told
     /// ([`KernelCache::changing_inode`]).
-    pub async fn written_elsewhere(self: &Arc<Self>, ino: u64, offset: u64, len: u64) {
+    pub(crate) async fn written_elsewhere(self: &Arc<Self>, ino: u64, offset: u64, len: u64) {
         let Ok(offset) = i64::try_from(offset) else { return };
         let (me, len) = (self.clone(), i64::try_from(len).unwrap_or(0));
         let _ = tokio::task::spawn_blocking(move || {
             if let (Some(n), true) = (me.notifier.get(), me.inodes.knows(ino)) {
-                quiet(n.inval_inode(INodeNo(ino), offset, len));
+                quiet(n.inval_inode(ino, offset, len));
             }
         })
         .await;
@@ -477,13 +473,13 @@ impl KernelCache {
             match item {
                 // (`apply` kept only what the kernel may hold; one it dropped
                 // since answers ENOENT)
-                Invalidation::Inode { fid, offset, len } => quiet(n.inval_inode(INodeNo(fid.ino()), *offset, *len)),
-                Invalidation::Entry { parent, name } => quiet(n.inval_entry(INodeNo(parent.ino()), OsStr::new(name))),
+                Invalidation::Inode { fid, offset, len } => quiet(n.inval_inode(fid.ino(), *offset, *len)),
+                Invalidation::Entry { parent, name } => quiet(n.inval_entry(parent.ino(), name)),
                 Invalidation::All => {
                     for (ino, parent, name) in self.inodes.all_entries() {
-                        quiet(n.inval_inode(INodeNo(ino), 0, 0));
+                        quiet(n.inval_inode(ino, 0, 0));
                         if let Some(p) = parent {
-                            quiet(n.inval_entry(INodeNo(p), OsStr::new(&name)));
+                            quiet(n.inval_entry(p, &name));
                         }
                     }
                 }
@@ -534,80 +530,6 @@ impl Recent {
     /// cannot tell: some were dropped).
     fn named_since(&self, since: u64, inos: &[u64]) -> bool {
         self.dropped > since || self.named.iter().rev().take_while(|(e, _)| *e > since).any(|(_, i)| *i == RECENT_ALL || inos.contains(i))
-    }
-}
-
-/// The kernel answers ENOENT for what it no longer holds: nothing to do.
-fn quiet(r: std::io::Result<()>) {
-    if let Err(e) = r {
-        if e.raw_os_error() != Some(libc::ENOENT) {
-            tracing::debug!("kernel invalidation: {e}");
-        }
-    }
-}
-
-/// Keep the lease of server `i` and apply its callbacks until `stop`.
-pub async fn poll_loop(
-    i: usize,
-    server: Arc<protocol_client::ProtocolClient>,
-    kc: Arc<KernelCache>,
-    locks: Arc<super::locks::LockOwners>,
-    stop: impl std::future::Future<Output = ()>,
-) {
-    tokio::pin!(stop);
-    let (mut acked, mut had_lease, mut backoff) = (0u64, false, Duration::from_millis(50));
-    // when the poll that last renewed the lease was sent
-    let mut renewed_at: Option<Instant> = None;
-    loop {
-        let sent = Instant::now();
-        let r = tokio::select! {
-            _ = &mut stop => return,
-            r = server.poll(acked) => r,
-        };
-        match r {
-            Ok(cb) => {
-                backoff = Duration::from_millis(50);
-                let mut items = cb.items;
-                if cb.fresh {
-                    // It holds nothing for us (before our first poll, a
-                    // create's hold was not recorded either).
-                    kc.holds.forgotten(i);
-                }
-                // A lease that ran out meanwhile (this gateway was frozen or
-                // cut off) may have cost our owners their locks there.
-                let lapsed = !cb.lease.is_zero() && renewed_at.is_some_and(|t: Instant| t.elapsed() >= cb.lease);
-                if cb.fresh || lapsed {
-                    // Its lock table may be new too (a restart), or have
-                    // dropped ours: ask back what our owners hold there,
-                    // while it waits for that (its grace), and without
-                    // holding up this lease.
-                    let (locks, server) = (locks.clone(), server.clone());
-                    tokio::spawn(async move { locks.server_restarted(i, &server).await });
-                }
-                if cb.fresh && had_lease {
-                    // The server forgot us (restart): we may have missed some.
-                    tracing::info!(server = %server.describe(), "kernel-cache session renewed from scratch; dropping the kernel's caches");
-                    items = vec![Invalidation::All];
-                }
-                kc.apply(items).await;
-                acked = cb.seq;
-                kc.holds.applied(i, acked);
-                if !cb.lease.is_zero() {
-                    renewed_at = Some(sent);
-                    // A little short of the server's count, for clock-rate drift.
-                    kc.renew(i, sent + cb.lease - cb.lease / 32);
-                    had_lease = true;
-                }
-            }
-            Err(e) => {
-                tracing::debug!(server = %server.describe(), "kernel-cache poll failed: {e}");
-                tokio::select! {
-                    _ = &mut stop => return,
-                    _ = tokio::time::sleep(backoff) => {}
-                }
-                backoff = (backoff * 2).min(Duration::from_secs(1));
-            }
-        }
     }
 }
 

@@ -19,8 +19,8 @@
 //! itself, before the object exists ([`Holds::made`]).
 //!
 //! A server that forgot the session (a restart, or an expired session it
-//! dropped) forgot its holds: [`Holds::forgotten`] drops them all (the poll
-//! loop drops the kernel's caches). A server bounds its record and past it
+//! dropped) forgot its holds: [`Holds::forgotten`] drops them all (the
+//! same upcall drops the kernel's caches). A server bounds its record and past it
 //! waits for this gateway on every change, which it says (`everything`);
 //! this side stops asking past [`MAX_HELD`].
 //!

@@ -30,7 +30,7 @@ const BUDGET: usize = 64 << 20;
 
 /// Remembered bytes per inode, within [`BUDGET`].
 #[derive(Default)]
-pub struct Contents {
+pub struct SmallFiles {
     /// each file's bytes, with the number of the insert that put them
     map: HashMap<u64, (Bytes, u64)>,
     /// (insert number, inode), oldest first; an item whose inode was since
@@ -40,7 +40,7 @@ pub struct Contents {
     bytes: usize,
 }
 
-impl Contents {
+impl SmallFiles {
     pub fn get(&self, ino: u64) -> Option<&Bytes> {
         self.map.get(&ino).map(|(d, _)| d)
     }
@@ -154,7 +154,7 @@ mod tests {
 
     #[test]
     fn the_budget_bounds_what_is_held_and_the_oldest_go_first() {
-        let mut c = Contents::default();
+        let mut c = SmallFiles::default();
         let chunk = Bytes::from(vec![1u8; MAX_FILE as usize]);
         let per_budget = BUDGET / chunk.len();
         let total = per_budget as u64 + 5;

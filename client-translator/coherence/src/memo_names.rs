@@ -15,12 +15,12 @@ struct Dir {
 /// Names by directory: a lookup borrows the name it is asked for (one
 /// map keyed by (directory, owned name) costs an allocation per lookup).
 #[derive(Default)]
-pub struct Names {
+pub struct MemoNames {
     dirs: HashMap<u64, Dir>,
     len: usize,
 }
 
-impl Names {
+impl MemoNames {
     /// The inode `name` in `parent` names, if remembered; the directory
     /// counts as used at `now` either way (asking for a name it lacks is a
     /// use too: see `Memo::absent`).

@@ -37,10 +37,10 @@
 //! remembered.
 //!
 //! The bytes of small files written here go with their attributes (see
-//! `contents`).
+//! `small_files`).
 
-use super::contents::Contents;
-use super::names::Names;
+use crate::small_files::SmallFiles;
+use crate::memo_names::MemoNames;
 use bytes::Bytes;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Mutex;
@@ -72,13 +72,13 @@ struct Inner {
     /// moves at every store and every answer (see `Inner::make_room`)
     clock: u64,
     attrs: HashMap<u64, Kept>,
-    entries: Names,
+    entries: MemoNames,
     /// which [`Asked`] xattrs an inode is known to lack (a bit each)
     lacks: HashMap<u64, u8>,
     /// directories whose every name is in `entries` (see the module doc)
     complete: HashSet<u64>,
-    /// small files' bytes, only for inodes in `attrs` (see `contents`)
-    contents: Contents,
+    /// small files' bytes, only for inodes in `attrs` (see `small_files`)
+    contents: SmallFiles,
 }
 
 impl Inner {

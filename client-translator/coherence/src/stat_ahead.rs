@@ -10,7 +10,7 @@
 //!  LOOKUP miss in D ─> servers (as before)
 //!        └─ 4th miss in D: spawn  list(D, plus) ─> memo.store_entry(…) for each name, batch by batch
 //!  LOOKUP miss in D while it is listed: wait (≤ WAIT) for batches, look in the memo again, else servers
-//!  later LOOKUPs in D ─> memo (kernel_cache::memo_entry)
+//!  later LOOKUPs in D ─> memo (KernelCache::memo_entry)
 //! ```
 //!
 //! What is remembered follows the memo's rules like any other answer: the
@@ -22,7 +22,7 @@
 //! it listed names before the directory is listed again, so a walk in a
 //! huge directory pays at most one listing request per 256 misses.
 
-use super::kernel_cache::KernelCache;
+use crate::kernel_cache::KernelCache;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -68,14 +68,15 @@ impl Ahead {
     /// A LOOKUP in directory `dir` (at `loc`) was not answered from the
     /// memo: list the directory in the background if it is due. Returns the
     /// listing under way, if any, for the lookup to wait on.
-    pub fn missed(self: &Arc<Self>, rt: &tokio::runtime::Handle, xl: &Next, kc: &Arc<KernelCache>, dir: u64, loc: &Loc) -> Option<Listing> {
+    /// (Called inside the runtime: the listing is spawned on it.)
+    pub fn missed(self: &Arc<Self>, xl: &Next, kc: &Arc<KernelCache>, dir: u64, loc: &Loc) -> Option<Listing> {
         if self.trigger == 0 || !kc.memo_serving() {
             return None;
         }
         let (rx, progress) = self.due(dir)?;
         if let Some(progress) = progress {
             let (me, xl, kc, loc) = (self.clone(), xl.clone(), kc.clone(), loc.clone());
-            rt.spawn(async move {
+            tokio::spawn(async move {
                 let listed = list(&xl, &kc, dir, &loc, progress).await;
                 me.listed(dir, listed);
             });

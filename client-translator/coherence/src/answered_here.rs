@@ -3,7 +3,7 @@
 //! here, the "no capability" answers before writes (and "no SELinux label"
 //! to `ls -l`), the reads of small files written here, and the names the
 //! stat-ahead listings remembered. Not seen by io-stats (these requests
-//! never enter the pipeline), so counted here for the operator.
+//! never get past the coherence translator), so counted here for the operator.
 //!
 //! `imca_gateway_answered_here_total{op}`: op lookup | lookup_absent |
 //! getattr | capability | selinux | read; `imca_gateway_stat_ahead_entries_total`;
@@ -12,7 +12,7 @@
 
 use prometheus::{IntCounter, IntCounterVec, Opts, Registry};
 
-pub struct Here {
+pub struct AnsweredHere {
     pub lookup: IntCounter,
     pub lookup_absent: IntCounter,
     pub getattr: IntCounter,
@@ -24,15 +24,15 @@ pub struct Here {
     pub dir_ahead: IntCounter,
 }
 
-impl Default for Here {
-    fn default() -> Here {
+impl Default for AnsweredHere {
+    fn default() -> AnsweredHere {
         let answered = IntCounterVec::new(
             Opts::new("imca_gateway_answered_here_total", "FUSE requests the gateway answered from what it remembers, by operation"),
             &["op"],
         )
         .expect("valid metric");
         let op = |o: &str| answered.with_label_values(&[o]);
-        Here {
+        AnsweredHere {
             lookup: op("lookup"),
             lookup_absent: op("lookup_absent"),
             getattr: op("getattr"),
@@ -51,7 +51,7 @@ impl Default for Here {
     }
 }
 
-impl Here {
+impl AnsweredHere {
     /// Show the counters in `registry` (they count from the start either way).
     pub fn register(&self, registry: &Registry) -> prometheus::Result<()> {
         registry.register(Box::new(self.answered.clone()))?;

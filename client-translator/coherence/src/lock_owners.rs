@@ -24,7 +24,7 @@
 //! when the file's ordering server restarts; an owner whose locks could not
 //! be is told so by EIO on its next lock call on the file.
 
-use super::reclaim::Granted;
+use crate::lock_reclaim::Granted;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};

@@ -1,21 +1,18 @@
 //! An open file's life through the gateway: which opens bypass the
-//! kernel's pages, OPEN (answered at once, sent later: `opens`), WRITE
-//! (plain, or an append ordered by the file's ordering server: `append`),
+//! kernel's pages, OPEN (answered at once, sent later: the coherence
+//! translator's `opens_in_flight`),
+//! WRITE (plain, or an append ordered by the file's ordering server: the
+//! coherence translator's `append`),
 //! FLUSH (nothing to send unless the closer holds POSIX locks) and RELEASE
 //! (its locks, then the servers' open count, in the background).
 
 use super::answer::finish;
-use super::contents;
 use super::first_poll;
 use super::fs::GatewayFs;
 use bytes::Bytes;
 use fuser::*;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Duration;
-
-/// How long an append's answer waits for the kernel to drop other openers'
-/// pages of the range (it takes microseconds; see `write_file`).
-const PAGES_DROPPED: Duration = Duration::from_secs(1);
+use xlator::Stateful;
 
 impl GatewayFs {
     /// A fresh handle for an open with `flags`; its low bit says whether
@@ -39,18 +36,18 @@ impl GatewayFs {
     }
 
     pub(super) fn open_file(&self, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let (xl, loc, fopen, fh) = (self.xl.clone(), self.inodes.loc(ino.0), self.fopen_flags(Some(ino), flags.0), self.new_fh(flags.0));
+        let (co, loc, fopen, fh) = (self.co.clone(), self.inodes.loc(ino.0), self.fopen_flags(Some(ino), flags.0), self.new_fh(flags.0));
         if !self.kc.keep_cache() {
             // Without kernel caching, an open is the moment close-to-open
             // consistency is checked: it waits, as it always did.
-            return self.answer(reply, async move { xl.open(&loc?, flags.0).await }, move |r, ()| r.opened(fh, fopen));
+            return self.answer(reply, async move { co.open(&loc?, flags.0).await }, move |r, ()| r.opened(fh, fopen));
         }
         let loc = match loc {
             Ok(l) => l,
             Err(e) => return finish(reply, Err::<(), _>(e), |_, ()| ()),
         };
-        // Nothing the application sees depends on it (see `opens`).
-        self.opens.start(&self.rt, fh.0, async move { xl.open(&loc, flags.0).await });
+        // Nothing the application sees depends on it (see `opens_in_flight`).
+        self.co.open_later(&self.rt, fh.0, loc, flags.0);
         reply.opened(fh, fopen);
     }
 
@@ -65,49 +62,17 @@ impl GatewayFs {
         flags: OpenFlags,
         reply: ReplyWrite,
     ) {
-        let (xl, appends, loc, kc, t) = (self.xl.clone(), self.appends.clone(), self.inodes.loc(ino.0), self.kc.clone(), self.kc.ticket());
-        // What was remembered goes (the kernel asks for the attributes
-        // after every write) and comes back updated by the write's answer.
-        let before = kc.changing_attrs(ino.0);
+        let (co, loc) = (self.co.clone(), self.inodes.loc(ino.0));
         // fuser reuses its receive buffer: this is the one copy of the payload.
         let data = Bytes::copy_from_slice(data);
         // (A page written back from a shared mapping is no append, whatever
         // the flags of the open file it goes through.)
         let is_append = for_appending(flags.0) && !write_flags.contains(WriteFlags::FUSE_WRITE_CACHE);
         let work = async move {
-            let loc = loc?;
-            if !is_append {
-                let r = xl.write(&loc, offset, data.clone()).await;
-                let after = r.as_ref().ok().zip(before.attr.as_ref()).and_then(|(w, b)| w.attr_after(b));
-                // (a short write leaves the file's bytes unknown)
-                let whole = r.as_ref().is_ok_and(|w| w.written as usize == data.len());
-                let content = after.as_ref().filter(|_| whole).and_then(|a| contents::after_write(before.content, offset, &data, a.size));
-                kc.changed_attrs(t, before.ticket, ino.0, after.as_ref(), content);
-                return r;
+            match is_append {
+                false => co.write(&loc?, offset, data).await,
+                true => co.append(&loc?, offset, data, is_direct(fh)).await,
             }
-            // The kernel's idea of the end may be stale (another gateway
-            // appended): the file's ordering server gives the turn, the
-            // volume's size the place.
-            let r = appends.append(&xl, &loc, ino.0, data).await;
-            kc.changing_inode(ino.0);
-            let (at, w) = r?;
-            if is_direct(fh) {
-                // Another opener's pages of that range, and every opener's
-                // size, go before the application hears of it. (Bounded: a
-                // kernel that kept this write in its pages after all would
-                // hold them locked until answered.)
-                let drop = kc.written_elsewhere(ino.0, at, u64::from(w.written));
-                if tokio::time::timeout(PAGES_DROPPED, drop).await.is_err() {
-                    tracing::warn!(ino = ino.0, "the kernel did not drop an append's pages in time");
-                }
-            } else if at != offset {
-                // O_APPEND set after the open (fcntl): the kernel holds
-                // the pages of the range it believed locked until this is
-                // answered, then keeps them: they go once it lets go.
-                let from = at.min(offset);
-                tokio::spawn(async move { kc.written_elsewhere(ino.0, from, 0).await });
-            }
-            Ok(w)
         };
         self.answer(reply, work, |r, w| r.written(w.written));
     }
@@ -116,28 +81,28 @@ impl GatewayFs {
         // Every write reached the servers before it was acknowledged, and
         // nothing below buffers: a close has nothing to send, unless the
         // closing owner holds POSIX locks (a close drops them all).
-        if !self.locks.involved(ino.0, lock_owner.0) {
+        if !self.co.locks().involved(ino.0, lock_owner.0) {
             return reply.ok();
         }
-        let (xl, locks, loc) = (self.xl.clone(), self.locks.clone(), self.inodes.loc(ino.0));
-        self.answer(reply, async move { locks.flush(&xl, &loc?, ino.0, lock_owner.0).await }, |r, ()| r.ok());
+        let (co, loc) = (self.co.clone(), self.inodes.loc(ino.0));
+        self.answer(reply, async move { co.locks().flush(co.lower(), &loc?, ino.0, lock_owner.0).await }, |r, ()| r.ok());
     }
 
     pub(super) fn release_file(&self, ino: INodeNo, fh: FileHandle, lock_owner: Option<LockOwner>, reply: ReplyEmpty) {
         // The application's close does not wait for the servers: a release
         // only lets a server free an unlinked file's space, and an unlink
         // that overtakes it leaves the space held until it arrives.
-        let (xl, loc, locks, opens) = (self.xl.clone(), self.inodes.loc(ino.0), self.locks.clone(), self.opens.clone());
+        let (co, loc) = (self.co.clone(), self.inodes.loc(ino.0));
         reply.ok();
         first_poll::run(&self.rt, async move {
-            let landed = opens.landed(fh.0).await;
+            let landed = co.landed(fh.0).await;
             if let Ok(loc) = loc {
                 // The open file's OFD and flock locks go with it.
-                locks.release(&xl, &loc, ino.0, fh.0, lock_owner.map(|o| o.0)).await;
+                co.locks().release(co.lower(), &loc, ino.0, fh.0, lock_owner.map(|o| o.0)).await;
                 if !landed {
                     return;
                 }
-                if let Err(e) = xl.release(&loc).await {
+                if let Err(e) = co.release(&loc).await {
                     tracing::debug!(path = %loc.path, ?e, "release failed");
                 }
             }
@@ -149,7 +114,7 @@ impl GatewayFs {
 ///
 /// - For appending: each write reaches the gateway as the application
 ///   made it, and the gateway, not the kernel's idea of the size, decides
-///   where it lands (see `append`). Its pages would be written at the
+///   where it lands (see the coherence translator's `appends`). Its pages would be written at the
 ///   kernel's end otherwise.
 /// - Write-only: the pages a cached write fills would never be read. The
 ///   write moves the file's mtime past the one the kernel holds, and the

@@ -24,7 +24,7 @@
 //! truncates through other gateways (an append racing a truncate may land
 //! past the new end, as on NFS).
 
-use super::locks::BUSY_BACKOFF;
+use crate::lock_owners::BUSY_BACKOFF;
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -1,0 +1,248 @@
+//! What every file operation does to what the coherence translator keeps:
+//! the [`Stateful`] implementation. Reads are answered from the memo when
+//! it may (waiting briefly for the holds they need) and their answers
+//! remembered; every data and namespace operation of the table is placed
+//! here (a new one is a compile error until it is), saying what it forgets
+//! before it is sent and what it forgets or remembers once answered: the
+//! servers do not call back the gateway that asked, so its own changes are
+//! this translator's to account for. Controls pass through.
+
+use crate::coherence::{ino, Coherence};
+use crate::kernel_cache::Ticket;
+use crate::memo::Asked;
+use crate::small_files;
+use async_trait::async_trait;
+use xlator::*;
+
+#[async_trait]
+impl Stateful for Coherence {
+    fn name(&self) -> &str {
+        "coherence"
+    }
+
+    fn next(&self) -> Option<&Next> {
+        Some(&self.next)
+    }
+
+    async fn upcall(&self, upcall: &Upcall) {
+        self.heard(upcall).await
+    }
+
+    // ── reads ────────────────────────────────────────────────────────────
+
+    /// (The bridge asked the memo first: this is a miss.)
+    async fn lookup(&self, parent: &Loc, name: &str) -> FsResult<Attr> {
+        let (kc, dir) = (&self.kc, ino(parent));
+        let (t, m) = (kc.ticket(), kc.memo_ticket());
+        // A walk through a directory not remembered: list it ahead.
+        if let Some(listing) = self.ahead.missed(&self.next, kc, dir, parent) {
+            if let Some(a) = listing.wait_for(kc, dir, name).await {
+                return Ok(a);
+            }
+        }
+        // remembered, and the holds it needs under way
+        if let Some((a, _)) = kc.memo_entry_soon(dir, name).await {
+            return Ok(a);
+        }
+        let a = self.next.lookup(parent, name).await?;
+        kc.remember_entry(t, m, dir, name, &a);
+        Ok(a)
+    }
+
+    async fn getattr(&self, loc: &Loc) -> FsResult<Attr> {
+        let (kc, ino) = (&self.kc, ino(loc));
+        let (t, m) = (kc.ticket(), kc.memo_ticket());
+        // remembered, and its hold under way
+        if let Some((a, _)) = kc.memo_attr_soon(ino).await {
+            return Ok(a);
+        }
+        let a = self.next.getattr(loc).await?;
+        kc.remember_attr(t, m, &a);
+        Ok(a)
+    }
+
+    /// A server's "no `security.capability`" (or "no `security.selinux`")
+    /// is remembered under the lease (see [`Asked`]).
+    async fn getxattr(&self, loc: &Loc, name: &str) -> FsResult<Data> {
+        let (t, m) = (self.kc.ticket(), self.kc.memo_ticket());
+        let r = self.next.getxattr(loc, name).await;
+        if let (Some(x), Err(FsError::ENODATA)) = (Asked::of(name), &r) {
+            self.kc.learned_absent(t, m, ino(loc), x);
+        }
+        r
+    }
+
+    /// With attributes (`plus`): what was listed is held before it is
+    /// handed out, so the kernel can cache it (one round for a batch; `ls
+    /// -l` in a directory another gateway wrote then stats nothing through
+    /// FUSE), and remembered as lookups' answers would be.
+    async fn readdir(&self, loc: &Loc, cookie: u64, max: u32, plus: bool) -> FsResult<Vec<DirEntry>> {
+        if !plus {
+            return self.next.readdir(loc, cookie, max, false).await;
+        }
+        let (kc, dir) = (&self.kc, ino(loc));
+        let (t, m) = (kc.ticket(), kc.memo_ticket());
+        let entries = self.next.readdir(loc, cookie, max, true).await?;
+        if !entries.is_empty() {
+            kc.hold_listed(dir, &entries).await;
+        }
+        for e in &entries {
+            if let Some(a) = &e.attr {
+                kc.remember_entry(t, m, dir, &e.name, a);
+            }
+        }
+        Ok(entries)
+    }
+
+    // ── data mutations ───────────────────────────────────────────────────
+
+    /// The answer is the inode's attributes after it (the merge of every
+    /// copy's, as a getattr's): it replaces what was remembered.
+    async fn setattr(&self, loc: &Loc, set: &SetAttr) -> FsResult<Attr> {
+        let (kc, ino) = (&self.kc, ino(loc));
+        let t = kc.ticket();
+        let m = kc.changing_attrs(ino).ticket;
+        let r = self.next.setattr(loc, set).await;
+        kc.changed_attrs(t, m, ino, r.as_ref().ok(), None);
+        r
+    }
+
+    /// Nothing kept changes: permissions are the kernel's, and `O_TRUNC`
+    /// comes as a SETATTR of its own (no `FUSE_ATOMIC_O_TRUNC`).
+    async fn open(&self, loc: &Loc, flags: i32) -> FsResult<()> {
+        self.next.open(loc, flags).await
+    }
+
+    /// What was remembered goes (the kernel asks for the attributes after
+    /// every write) and comes back updated by the write's answer, with a
+    /// small file's bytes when they are all known (`small_files`).
+    async fn write(&self, loc: &Loc, offset: u64, data: Data) -> FsResult<WriteReply> {
+        let (kc, ino) = (&self.kc, ino(loc));
+        let t = kc.ticket();
+        let before = kc.changing_attrs(ino);
+        let r = self.next.write(loc, offset, data.clone()).await;
+        let after = r.as_ref().ok().zip(before.attr.as_ref()).and_then(|(w, b)| w.attr_after(b));
+        // (a short write leaves the file's bytes unknown)
+        let whole = r.as_ref().is_ok_and(|w| w.written as usize == data.len());
+        let content = after.as_ref().filter(|_| whole).and_then(|a| small_files::after_write(before.content, offset, &data, a.size));
+        kc.changed_attrs(t, before.ticket, ino, after.as_ref(), content);
+        r
+    }
+
+    /// Its attributes and remembered capability go, before and after.
+    async fn setxattr(&self, loc: &Loc, name: &str, value: &[u8], flags: XattrFlags) -> FsResult<()> {
+        self.kc.changing_xattrs(ino(loc));
+        let r = self.next.setxattr(loc, name, value, flags).await;
+        self.kc.changing_xattrs(ino(loc));
+        r
+    }
+
+    async fn removexattr(&self, loc: &Loc, name: &str) -> FsResult<()> {
+        self.kc.changing_xattrs(ino(loc));
+        let r = self.next.removexattr(loc, name).await;
+        self.kc.changing_xattrs(ino(loc));
+        r
+    }
+
+    // ── namespace mutations ──────────────────────────────────────────────
+
+    /// Regular files too: one round trip, nothing left open.
+    async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Attr> {
+        let t = self.adding(parent);
+        let r = self.next.mknod(parent, new, mode, rdev).await;
+        self.added(t, parent, &new.name, Some(new.fid), r)
+    }
+
+    async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Attr> {
+        let t = self.adding(parent);
+        let r = self.next.mkdir(parent, new).await;
+        self.added(t, parent, &new.name, Some(new.fid), r)
+    }
+
+    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
+        let t = self.adding(parent);
+        let r = self.next.create(parent, new, flags).await;
+        self.added(t, parent, &new.name, Some(new.fid), r)
+    }
+
+    async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Attr> {
+        let t = self.adding(parent);
+        let r = self.next.symlink(parent, new, target).await;
+        self.added(t, parent, &new.name, Some(new.fid), r)
+    }
+
+    /// The file's nlink changes too.
+    async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Attr> {
+        self.kc.changing_inode(ino(loc));
+        let t = self.adding(newparent);
+        let r = self.next.link(loc, newparent, newname).await;
+        self.kc.changing_inode(ino(loc));
+        self.added(t, newparent, newname, None, r)
+    }
+
+    /// What the name named loses a link (its attributes, under any of its
+    /// names, are forgotten with everything else).
+    async fn unlink(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
+        self.kc.changing_names();
+        let r = self.next.unlink(parent, name).await;
+        self.kc.changing_names();
+        r
+    }
+
+    async fn rmdir(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
+        self.kc.changing_names();
+        let r = self.next.rmdir(parent, name).await;
+        self.kc.changing_names();
+        r
+    }
+
+    async fn rename(&self, parent: &Loc, name: &str, newparent: &Loc, newname: &str, flags: RenameFlags) -> FsResult<Renamed> {
+        self.kc.changing_names();
+        let r = self.next.rename(parent, name, newparent, newname, flags).await;
+        self.kc.changing_names();
+        r
+    }
+}
+
+impl Coherence {
+    /// A name is being added to directory `parent` through this gateway:
+    /// its remembered attributes go now, and again once answered
+    /// ([`Coherence::added`], with the ticket this returns: a callback
+    /// since voids the answer).
+    fn adding(&self, parent: &Loc) -> Ticket {
+        let t = self.kc.ticket();
+        self.kc.changing_inode(ino(parent));
+        t
+    }
+
+    /// The change was answered `r` for the new entry `name`: remembered, as
+    /// a lookup's answer would be (it is the servers' state after it).
+    /// `made` is the id the request drew for a new object: an answer with
+    /// it is that object, new (an answer with another id is one that
+    /// existed, e.g. a create racing another gateway's).
+    ///
+    /// The kernel drops the directory's attributes once a name is added, and
+    /// asks for them at its next path walk through it (the permission check
+    /// before the next create): a network round trip per file written
+    /// (93 µs of ~1 ms per 1 KiB file, docs/benchmarks/archive/issue-12-kernel-caching.md). So they are
+    /// fetched as soon as the change is answered, beside the requests that
+    /// follow it, and remembered unless the directory changed again
+    /// meanwhile.
+    fn added(&self, t: Ticket, dir: &Loc, name: &str, made: Option<FileId>, r: FsResult<Attr>) -> FsResult<Attr> {
+        let (kc, dir_ino) = (&self.kc, ino(dir));
+        let a = r.as_ref().ok();
+        kc.added(t, dir_ino, name, a, a.is_some_and(|a| Some(a.fid) == made));
+        if a.is_some() && kc.memo_serving() {
+            let (kc, next, dir) = (kc.clone(), self.next.clone(), dir.clone());
+            let (t, m) = (kc.ticket(), kc.memo_ticket());
+            tokio::spawn(async move {
+                if let Ok(a) = next.getattr(&dir).await {
+                    if a.fid.ino() == dir_ino {
+                        kc.remember_ahead(t, m, &a);
+                    }
+                }
+            });
+        }
+        r
+    }
+}
