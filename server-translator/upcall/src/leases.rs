@@ -1,10 +1,13 @@
-//! Kernel-cache leases and invalidation callbacks, on one storage server.
+//! The lease table of one storage server: each gateway session's
+//! kernel-cache lease, the inodes it holds, and the invalidations queued
+//! for it. The [`crate::Upcall`] translator fills the queues; protocol-server
+//! hands it the Poll, Hold and Unhold requests.
 //!
 //! ```text
 //!  gateway H: Hold{h, inos} ──> hold(): h's kernel may cache these from now on
 //!  gateway H: Poll{h, acked} ──> poll(): renew h's lease (only if h acked all it was sent),
 //!                                        drop what h acked, answer h's queue (or wait ≤ hold)
-//!  gateway G: [session g] write ──> translator below ──> invalidate(g, items):
+//!  gateway G: [session g] write ──> Upcall ──> below ──> invalidate(g, items):
 //!                                        queue items for every other live session,
 //!                                        wait until each that holds one acked them
 //!                                        or its lease ran out
@@ -200,11 +203,11 @@ impl Metrics {
     }
 }
 
-/// The lease table of one storage server.
-pub struct Callbacks {
+/// The lease table of one storage server (see the module page).
+pub struct Leases {
     lease: Duration,
     /// how much longer than a lease the server keeps counting a gateway as
-    /// holding it (see [`Callbacks::holds_until`])
+    /// holding it (see [`Leases::holds_until`])
     slack: Duration,
     /// how long a poll waits for something to answer
     hold: Duration,
@@ -216,20 +219,20 @@ pub struct Callbacks {
     metrics: Metrics,
 }
 
-impl Callbacks {
-    pub fn new(lease: Duration, registry: &Registry) -> Callbacks {
-        Callbacks::with_record(lease, None, registry)
+impl Leases {
+    pub fn new(lease: Duration, registry: &Registry) -> Leases {
+        Leases::with_record(lease, None, registry)
     }
 
     /// Keep the record of granted leases at `record`; if it says leases
     /// may still be held (a restart), mutations wait until they ran out.
-    pub fn with_record(lease: Duration, record: Option<PathBuf>, registry: &Registry) -> Callbacks {
+    pub fn with_record(lease: Duration, record: Option<PathBuf>, registry: &Registry) -> Leases {
         let lease = lease.max(Duration::from_millis(10));
         let grace = record.as_deref().map_or(Duration::ZERO, |p| grace_left(p, lease));
         if !grace.is_zero() {
             tracing::info!(?grace, "gateways may still hold kernel-cache leases from before a restart; mutations wait for them");
         }
-        Callbacks {
+        Leases {
             lease,
             slack: lease / 4,
             hold: lease / 4,
