@@ -63,10 +63,10 @@ impl Translator for Locks {
     }
 
     async fn getlk(&self, loc: &Loc, lock: &Lock) -> FsResult<Lock> {
-        self.table.getlk(session::current(), loc, lock.clone(), &self.leases).await
+        self.table.getlk(session::current(), loc, *lock, &self.leases).await
     }
 
     async fn setlk(&self, loc: &Loc, lock: &Lock, wait: bool) -> FsResult<()> {
-        self.table.setlk(session::current(), loc, lock.clone(), wait, &self.leases).await
+        self.table.setlk(session::current(), loc, *lock, wait, &self.leases).await
     }
 }
