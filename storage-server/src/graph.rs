@@ -1,8 +1,14 @@
 //! The server translator graph, in its fixed order (like a GlusterFS volfile):
 //!
 //! ```text
-//!  protocol-server -> [slot: SMCache] -> posix
+//!  protocol-server -> locks -> gateway-opens -> upcall -> [slot: SMCache] -> posix
 //! ```
+//!
+//! Locks on top (a lock request goes no further); gateway-opens admits an
+//! open before upcall records what a create makes as held; upcall above
+//! SMCache, so the gateways are called back once the bank has changed.
+//! protocol-server holds the handles that answer what is not a file
+//! operation ([`protocol_server::Controls`]).
 
 use volume::Volume;
 use std::path::Path;
@@ -39,12 +45,34 @@ pub fn posix(export: &Path, fd_cache: usize) -> anyhow::Result<Arc<dyn Translato
     Ok(p)
 }
 
-/// Build the translators under protocol-server: slot over posix.
+/// What the per-gateway translators keep (`imca storage --kernel-lease`, `--lock-grace`).
+pub struct SessionOptions {
+    /// the kernel-cache lease granted to gateways
+    pub lease: std::time::Duration,
+    /// the record of granted leases (a restart's grace); the lock marker sits beside it
+    pub record: Option<std::path::PathBuf>,
+    /// after a restart with locks held, how long gateways have to reclaim them
+    pub lock_grace: std::time::Duration,
+}
+
+/// Build the graph over posix, and protocol-server on top of it.
 pub async fn build(
     posix: Arc<dyn Translator>,
     volume: Arc<Volume>,
     smcache: smcache::SmOptions,
+    sessions: SessionOptions,
     registry: &prometheus::Registry,
-) -> anyhow::Result<Arc<dyn Translator>> {
-    smcaches(posix, &SlotContext { volume, smcache, registry: registry.clone() }).await
+) -> anyhow::Result<protocol_server::ProtocolServer> {
+    let below = smcaches(posix, &SlotContext { volume: volume.clone(), smcache, registry: registry.clone() }).await?;
+    let marker = sessions.record.as_ref().map(|r| r.with_file_name(locks::recovery::MARKER));
+    let leases = Arc::new(upcall::Leases::with_record(sessions.lease, sessions.record, registry));
+    let upcall: Arc<dyn Translator> = Arc::new(upcall::Upcall::new(below, leases.clone()));
+    let opens = Arc::new(gateway_opens::GatewayOpens::new(upcall, leases.clone(), registry));
+    let table = match marker {
+        Some(m) => locks::LockTable::with_recovery(leases.lease(), m, sessions.lock_grace, registry),
+        None => locks::LockTable::new(leases.lease(), registry),
+    };
+    let locks = Arc::new(locks::Locks::new(opens.clone(), Arc::new(table), leases.clone()));
+    let controls = protocol_server::Controls { leases, locks: locks.clone(), opens, volume };
+    Ok(protocol_server::ProtocolServer::new(locks, controls, registry))
 }

@@ -4,6 +4,9 @@
 //!
 //! ```text
 //!  gateway protocol-client ══ TCP (transport::tcp) ══> protocol-server   (decode, metrics, epoch stamp)
+//!                                                      -> locks            (getlk/setlk, per gateway session)
+//!                                                      -> gateway-opens    (each gateway's opens)
+//!                                                      -> upcall           (kernel-cache leases, callbacks)
 //!                                                      -> [slot: SMCache] (graph::smcaches)
 //!                                                      -> posix            (export dir, fd cache)
 //! ```
@@ -97,7 +100,7 @@ pub struct Args {
     pub kernel_lease: f64,
     /// After a restart with locks held, grant no new lock for this many
     /// seconds while gateways reclaim theirs (0..=600).
-    #[arg(long, value_name = "SECS", default_value_t = protocol_server::locks::recovery::DEFAULT_GRACE.as_secs_f64(), value_parser = parse_grace)]
+    #[arg(long, value_name = "SECS", default_value_t = locks::recovery::DEFAULT_GRACE.as_secs_f64(), value_parser = parse_grace)]
     pub lock_grace: f64,
     /// The dissertation's "threaded" mode: a write deletes the blocks it
     /// covers before replying and repopulates them afterwards, off the reply path.
@@ -146,7 +149,7 @@ impl Args {
             transport: Default::default(),
             cache_deadline_ms: smcache::DEFAULT_DEADLINE.as_millis() as u64,
             kernel_lease: 1.0,
-            lock_grace: protocol_server::locks::recovery::DEFAULT_GRACE.as_secs_f64(),
+            lock_grace: locks::recovery::DEFAULT_GRACE.as_secs_f64(),
             threaded_cache_updates: false,
             allow_devices: false,
             allow_setid: false,
@@ -261,17 +264,12 @@ pub async fn start(args: Args) -> anyhow::Result<Server> {
             ..Default::default()
         })?,
     };
-    let top = graph::build(posix_xl.clone(), volume.clone(), smcache, &registry).await?;
-    let lease = std::time::Duration::from_secs_f64(args.kernel_lease);
-    let record = posix_xl.posix().meta_path().join("kernel-leases");
-    let service = Arc::new(protocol_server::ProtocolServer::with_lease(
-        top,
-        volume.clone(),
-        lease,
-        Some(record),
-        std::time::Duration::from_secs_f64(args.lock_grace),
-        &registry,
-    ));
+    let sessions = graph::SessionOptions {
+        lease: std::time::Duration::from_secs_f64(args.kernel_lease),
+        record: Some(posix_xl.posix().meta_path().join("kernel-leases")),
+        lock_grace: std::time::Duration::from_secs_f64(args.lock_grace),
+    };
+    let service = Arc::new(graph::build(posix_xl.clone(), volume.clone(), smcache, sessions, &registry).await?);
 
     let drain = daemon::Drain::new();
     let listener =

@@ -1,5 +1,5 @@
 //! Kernel-cache callbacks: the session envelope and the invalidations a
-//! storage server hands a gateway (see `protocol_server::callbacks`).
+//! storage server hands a gateway (see `upcall::leases`).
 //!
 //! ```text
 //!  gateway G ── [SESSION g] op ──> server: applies op, then for every other live

@@ -35,13 +35,13 @@ macro_rules! requests {
             Poll { session: u64, acked: u64 },
             /// a gateway is about to let its kernel cache these inodes
             /// (`FileId::ino`): from now on a mutation of one waits for its
-            /// acknowledgement (see `protocol_server::callbacks`)
+            /// acknowledgement (see `upcall::leases`)
             Hold { session: u64, inos: Vec<u64> },
             /// the gateway's kernel dropped these inodes: changes need not
             /// wait for it any more
             Unhold { session: u64, inos: Vec<u64> },
             /// a lock one of the gateway's owners was granted before the
-            /// server restarted, asked back (see `protocol_server::locks::recovery`)
+            /// server restarted, asked back (see `locks::recovery`)
             Reclaim { loc: Loc, lock: Lock },
         }
 

@@ -15,7 +15,7 @@
 //! lock; locks of different families (POSIX, flock, the gateways' append
 //! lock) never conflict with each other.
 //!
-//! Two users: a storage server's lock table (`protocol_server::locks`), and
+//! Two users: a storage server's lock table (`locks::LockTable`), and
 //! each gateway's record of what its own lock owners were granted
 //! (`coherence::lock_reclaim`), which it sends back as reclaims when a server
 //! restarted. Both apply the same rules, so the record is exactly the

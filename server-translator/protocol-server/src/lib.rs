@@ -1,163 +1,93 @@
-//! # protocol-server — the top of a storage server's graph
+//! # protocol-server — the top of a storage server's graph: codec and dispatch
 //!
 //! ```text
-//!  transport (TCP/RDMA) ──Message──> protocol-server ──> [SMCache] ──> posix
-//!                      <──Message───  (reply stamped with the volume epoch)
+//!  transport (TCP/RDMA) ──Message──> protocol-server ──fop──> locks -> gateway-opens -> upcall -> SMCache -> posix
+//!                      <──Message───  (reply stamped       │
+//!                                      with the epoch)     └─ not a fop ──> the handle of the translator
+//!                                                              that owns the state (Controls)
 //! ```
 //!
-//! Decodes a storage RPC request, calls the translator below, encodes the
-//! reply stamped with the volume's current epoch (so gateways notice a config
-//! change on any reply). The volume-config messages are answered from the
-//! server's [`Volume`] authority. Counts and times every request in
-//! `imca_storage_ops_total` / `imca_storage_op_duration_seconds`.
-//!
-//! Kernel caching ([`callbacks`]): a request may come in a gateway's session
-//! envelope; once a mutation is applied below, the invalidations it causes
-//! ([`invalidations`]) reach every other gateway holding a lease before the
-//! reply goes out. `Poll` requests renew a gateway's lease and carry its
-//! invalidations back.
-//!
-//! Locks ([`locks`]): getlk/setlk are answered here, from this server's lock
-//! table, not by the translators below: a lock belongs to the gateway
-//! session the request came in and lasts while that session's lease does.
+//! Decodes a storage RPC request, encodes the reply stamped with the
+//! volume's current epoch (so gateways notice a config change on any reply),
+//! and counts and times every request in `imca_storage_ops_total` /
+//! `imca_storage_op_duration_seconds`. A file operation becomes a call of
+//! the translator below, generated from the op table (`call`), inside the
+//! scope of the gateway session its envelope names ([`upcall::session`]):
+//! the translators that keep per-gateway state read it there. The requests
+//! that are not file operations are answered by whoever owns their state,
+//! reached through [`Controls`]: Poll, Hold and Unhold by the lease table
+//! (upcall), Reclaim by the lock table (locks), the volume config by the
+//! server's [`Volume`] authority.
 
-pub mod callbacks;
-pub mod invalidations;
-pub mod locks;
 mod metrics;
-pub mod opens;
 
-use callbacks::Callbacks;
+use async_trait::async_trait;
+use gateway_opens::GatewayOpens;
 use locks::Locks;
 use metrics::Metrics;
-use opens::Opens;
-use volume::Volume;
-use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Instant;
 use transport::{Message, RpcService};
+use upcall::{session, Leases};
+use volume::Volume;
 use wire::{encode_reply, Reply, ReplyShape, Request};
 use xlator::*;
 
+/// The handles of the translators that answer what is not a file
+/// operation (given when the graph is built: storage-server's `graph`).
+pub struct Controls {
+    /// Poll, Hold, Unhold
+    pub leases: Arc<Leases>,
+    /// Reclaim, and the marker's tidying on each poll
+    pub locks: Arc<Locks>,
+    /// hears of every request (gateways' polls keep its clock; see `GatewayOpens::tick`)
+    pub opens: Arc<GatewayOpens>,
+    /// GetVolumeConfig, SetVolumeConfig
+    pub volume: Arc<Volume>,
+}
+
 pub struct ProtocolServer {
-    top: Arc<dyn Translator>,
-    volume: Arc<Volume>,
-    callbacks: Callbacks,
-    locks: Locks,
-    /// each gateway's opens, released when its lease runs out
-    opens: Opens,
+    top: Next,
+    controls: Controls,
     metrics: Metrics,
 }
 
 impl ProtocolServer {
-    /// Serve `top` with the default kernel-cache lease; request metrics are
-    /// registered in `registry`.
-    pub fn new(top: Arc<dyn Translator>, volume: Arc<Volume>, registry: &prometheus::Registry) -> ProtocolServer {
-        ProtocolServer::with_lease(top, volume, callbacks::DEFAULT_LEASE, None, locks::recovery::DEFAULT_GRACE, registry)
-    }
-
-    /// Serve `top`, granting gateways kernel-cache leases of `lease`,
-    /// recorded in `record` (see [`callbacks`]: a restart's grace period);
-    /// beside it the marker that locks may be held, and after a restart
-    /// with it a grace of `lock_grace` for gateways to reclaim them
-    /// ([`locks::recovery`]).
-    pub fn with_lease(
-        top: Arc<dyn Translator>,
-        volume: Arc<Volume>,
-        lease: std::time::Duration,
-        record: Option<std::path::PathBuf>,
-        lock_grace: std::time::Duration,
-        registry: &prometheus::Registry,
-    ) -> ProtocolServer {
-        let marker = record.as_ref().map(|r| r.with_file_name(locks::recovery::MARKER));
-        let callbacks = Callbacks::with_record(lease, record, registry);
-        let locks = match marker {
-            Some(m) => Locks::with_recovery(callbacks.lease(), m, lock_grace, registry),
-            None => Locks::new(callbacks.lease(), registry),
-        };
-        let opens = Opens::new(callbacks.lease(), registry);
-        ProtocolServer { top, volume, callbacks, locks, opens, metrics: Metrics::register(registry) }
-    }
-
-    /// Release below what gateways whose lease ran out left open (looked
-    /// at once a lease at most; see [`opens`]).
-    fn reap_opens(&self) {
-        let gone = self.opens.reap(&self.callbacks);
-        if gone.is_empty() {
-            return;
-        }
-        let top = self.top.clone();
-        tokio::spawn(async move {
-            for (fid, n) in gone {
-                for _ in 0..n {
-                    if let Err(e) = top.release(&Loc::new("", Some(fid))).await {
-                        tracing::debug!(?fid, "releasing a lapsed gateway's open: {e:?}");
-                    }
-                }
-            }
-        });
+    /// Serve the graph `top`; request metrics are registered in `registry`.
+    pub fn new(top: Next, controls: Controls, registry: &prometheus::Registry) -> ProtocolServer {
+        ProtocolServer { top, controls, metrics: Metrics::register(registry) }
     }
 
     async fn dispatch(&self, session: u64, req: Request) -> FsResult<Reply> {
-        self.reap_opens();
+        let c = &self.controls;
+        c.opens.tick();
         match req {
             // Only in its own envelope: a peer cannot renew another
             // gateway's lease or acknowledge its invalidations.
             Request::Poll { session: s, acked } if s == session => {
-                self.locks.tidy();
-                self.callbacks.poll(s, acked).await
+                c.locks.tidy();
+                c.leases.poll(s, acked).await
             }
-            Request::Poll { .. } => Err(FsError::EINVAL),
-            Request::Hold { session: s, inos } if s == session => self.callbacks.hold(s, &inos),
-            Request::Hold { .. } => Err(FsError::EINVAL),
-            Request::Unhold { session: s, inos } if s == session => self.callbacks.unhold(s, &inos).map(|()| Reply::Unit),
-            Request::Unhold { .. } => Err(FsError::EINVAL),
-            Request::Reclaim { loc, lock } => self.locks.reclaim(session, &loc, lock, &self.callbacks).map(|()| Reply::Unit),
+            Request::Hold { session: s, inos } if s == session => c.leases.hold(s, &inos),
+            Request::Unhold { session: s, inos } if s == session => c.leases.unhold(s, &inos).map(|()| Reply::Unit),
+            Request::Poll { .. } | Request::Hold { .. } | Request::Unhold { .. } => Err(FsError::EINVAL),
+            Request::Reclaim { loc, lock } => c.locks.reclaim(session, &loc, lock).map(|()| Reply::Unit),
             Request::GetVolumeConfig {} => {
-                let config = self.volume.current();
-                Ok(Reply::Config { accepted: false, fence: self.volume.fences.open(&config), config })
+                let config = c.volume.current();
+                Ok(Reply::Config { accepted: false, fence: c.volume.fences.open(&config), config })
             }
             Request::SetVolumeConfig { config } => {
                 let epoch = config.epoch;
-                let (accepted, config) = self.volume.compare_and_set(config).map_err(|e| {
+                let (accepted, config) = c.volume.compare_and_set(config).map_err(|e| {
                     tracing::error!("persisting the volume config failed: {e}");
                     FsError::from(e)
                 })?;
                 if accepted {
                     tracing::info!(epoch, "volume config changed");
                 }
-                Ok(Reply::Config { accepted, fence: self.volume.fences.open(&config), config })
+                Ok(Reply::Config { accepted, fence: c.volume.fences.open(&config), config })
             }
-            Request::Getlk { loc, lock } => self.locks.getlk(session, &loc, lock, &self.callbacks).await.map(Reply::Lock),
-            Request::Setlk { loc, lock, wait } => {
-                self.locks.setlk(session, &loc, lock, wait, &self.callbacks).await.map(|()| Reply::Unit)
-            }
-            Request::Release { loc } => match loc.fid {
-                Some(fid) if !self.opens.releasing(session, fid) => Ok(Reply::Unit),
-                _ => call(&*self.top, Request::Release { loc }).await,
-            },
-            file_op => {
-                // an open or a create counts for its gateway (see `opens`)
-                let opening = opens::opening(&file_op);
-                if let Some(fid) = opening {
-                    self.opens.admit(session, fid)?;
-                }
-                if let Some(ino) = invalidations::made(&file_op) {
-                    self.callbacks.hold_new(session, ino);
-                }
-                let mutates = invalidations::mutates(&file_op);
-                let copy = (mutates || opening.is_some()).then(|| file_op.clone());
-                let reply = call(&*self.top, file_op).await?;
-                if let Some(copy) = &copy {
-                    if let Some(fid) = opens::opened(copy, &reply) {
-                        self.opens.opened(session, fid);
-                    }
-                    if mutates {
-                        self.callbacks.invalidate(session, &invalidations::of(copy, &reply)).await;
-                    }
-                }
-                Ok(reply)
-            }
+            file_op => session::scope(session, call(&*self.top, file_op)).await,
         }
     }
 }
@@ -188,13 +118,13 @@ impl RpcService for ProtocolServer {
             Err(e) => {
                 tracing::warn!("undecodable storage request: {e}");
                 self.metrics.observe("invalid", false, started.elapsed());
-                return encode_reply(self.volume.epoch(), &Err(FsError(libc::EPROTO)));
+                return encode_reply(self.controls.volume.epoch(), &Err(FsError(libc::EPROTO)));
             }
         };
         let op = req.op();
         let result = self.dispatch(session, req).await;
         self.metrics.observe(op.name(), result.is_ok(), started.elapsed());
-        encode_reply(self.volume.epoch(), &result)
+        encode_reply(self.controls.volume.epoch(), &result)
     }
 
     /// A read's size (the transport reserves that much memory before

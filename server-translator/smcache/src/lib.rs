@@ -28,8 +28,8 @@
 //!   and before replying. A delete between a gateway's claim and its `cas`
 //!   breaks the claim, so a stat read before a mutation never lands after it.
 //!   A stat key this server deleted and no request could have refilled since
-//!   is not deleted again (`clean`), and a file made here whose blocks
-//!   were never stored is not rewritten by its writes (`fresh`).
+//!   is not deleted again (`known_empty`), and a file made here whose blocks
+//!   were never stored is not rewritten by its writes (`never_cached`).
 //! - **A frozen or slow node** is waited for, on the same connection (so a
 //!   late value can never overtake a later one), up to a deadline; past it
 //!   the node is fenced (the request rides on GetVolumeConfig replies, a
@@ -45,12 +45,12 @@
 //! Task model: no tasks of its own except threaded-mode repopulates; the
 //! bank client runs one reader and one writer task per node connection.
 
-mod changes;
-mod clean;
-mod fresh;
-mod locks;
+mod bank_changes;
+mod file_order;
+mod known_empty;
+mod layouts;
 pub mod metrics;
-mod state;
+mod never_cached;
 mod translator;
 
 pub use translator::{SmCache, SmOptions, DEFAULT_DEADLINE};

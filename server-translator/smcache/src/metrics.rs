@@ -11,8 +11,8 @@ pub struct Metrics {
     /// fenced (a node could not confirm in time and was fenced before the
     /// mutation was answered) | error (answered EIO: neither confirmed nor
     /// fenced in time) | queued | known_empty (a stat delete skipped: the
-    /// key holds nothing, see `clean`) | fresh (blocks a write did not
-    /// rewrite: the file's were never stored, see `fresh`).
+    /// key holds nothing, see `known_empty`) | fresh (blocks a write did not
+    /// rewrite: the file's were never stored, see `never_cached`).
     pub cache_ops: IntCounterVec,
 }
 

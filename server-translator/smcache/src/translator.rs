@@ -1,11 +1,17 @@
 //! The SMCache translator: docs/design.md §4 (stat, read, write and the other mutations), server side.
+//!
+//! A [`Stateful`] translator: each data and namespace operation of the op
+//! table is placed here (there is no pass-through default for a mutation),
+//! so an operation added to the table does not compile until it says what
+//! it changes in the bank. With no cache nodes in the volume config every
+//! call passes down: there is no bank to keep.
 
-use crate::changes::{self, Change, K};
-use crate::clean::Clean;
-use crate::fresh::Fresh;
-use crate::locks::FileLocks;
+use crate::bank_changes::{self, Change, K};
+use crate::known_empty::KnownEmpty;
+use crate::never_cached::NeverCached;
+use crate::file_order::FileOrder;
 use crate::metrics;
-use crate::state::{Layout, Layouts};
+use crate::layouts::{Layout, Layouts};
 use async_trait::async_trait;
 use bytes::Bytes;
 use cache_bank::BankError;
@@ -50,11 +56,12 @@ pub struct SmCache {
 struct Inner {
     below: Next,
     layouts: Layouts,
-    locks: FileLocks,
+    /// per file: populates shared, writes exclusive
+    order: FileOrder,
     /// stat keys known to hold nothing (deletes that may be skipped)
-    clean: Clean,
+    known_empty: KnownEmpty,
     /// files whose blocks were never stored (writes need not rewrite them)
-    fresh: Fresh,
+    never_cached: NeverCached,
     opts: SmOptions,
     /// nodes we want fenced, read by gateways with the volume config
     fences: Arc<FenceRequests>,
@@ -62,27 +69,29 @@ struct Inner {
 }
 
 impl SmCache {
-    /// SMCache's metrics are registered in `registry` (the storage server's).
+    /// SMCache over `below`, as a node of the graph ([`InGraph`]; the
+    /// translator itself is `.inner()`). Its metrics are registered in
+    /// `registry` (the storage server's).
     pub fn new(
         below: Next,
         config: watch::Receiver<CacheConfig>,
         fences: Arc<FenceRequests>,
         opts: SmOptions,
         registry: &prometheus::Registry,
-    ) -> SmCache {
+    ) -> InGraph<SmCache> {
         let layouts = Layouts::new(config, opts.bank.clone());
         let metrics = metrics::Metrics::register(registry);
         let inner = Arc::new(Inner {
             below: below.clone(),
             layouts,
-            locks: FileLocks::default(),
-            clean: Clean::default(),
-            fresh: Fresh::default(),
+            order: FileOrder::default(),
+            known_empty: KnownEmpty::default(),
+            never_cached: NeverCached::default(),
             opts,
             fences,
             metrics,
         });
-        SmCache { inner, below }
+        InGraph::new(Arc::new(SmCache { inner, below }))
     }
 
     /// What this SMCache counted.
@@ -118,14 +127,14 @@ impl Inner {
         let all = changes.len();
         let changes: Vec<Change> = changes
             .into_iter()
-            .filter(|c| !matches!(c, Change::Del(K::Stat(f)) if self.clean.known_empty(epoch, *f)))
+            .filter(|c| !matches!(c, Change::Del(K::Stat(f)) if self.known_empty.known_empty(epoch, *f)))
             .collect();
         self.metrics.count(op, "known_empty", (all - changes.len()) as u64);
         if changes.is_empty() {
             return Ok(());
         }
         let n = changes.len() as u64;
-        let before = self.clean.generation();
+        let before = self.known_empty.generation();
         let mut failed = self.apply(l, &changes).await;
         if failed.is_empty() {
             self.metrics.count(op, "ok", n);
@@ -133,7 +142,7 @@ impl Inner {
                 Change::Del(K::Stat(f)) => Some(*f),
                 _ => None,
             });
-            self.clean.deleted(epoch, before, stats);
+            self.known_empty.deleted(epoch, before, stats);
             return Ok(());
         }
         let give_up = Instant::now() + Duration::from_millis(l.config.lease_ms.max(1)) * 4 + Duration::from_secs(1);
@@ -157,7 +166,7 @@ impl Inner {
             // Keys of the new epoch were claimed after our disk operation, so
             // they hold nothing older; delete ours there anyway (a delete is
             // right whatever the new layout's block size).
-            let dels = changes::previous_deletes(&changes, &keys, &nl.keys);
+            let dels = bank_changes::previous_deletes(&changes, &keys, &nl.keys);
             failed = nl.bank.update_each(&dels, Some(self.opts.deadline)).await;
             if failed.is_empty() {
                 self.metrics.count(op, "fenced", n);
@@ -173,7 +182,7 @@ impl Inner {
     /// Send the changes to the current layout and, as deletions, to every
     /// layout replaced less than a lease ago; the nodes that did not confirm.
     async fn apply(&self, l: &Layout, changes: &[Change]) -> Vec<BankError> {
-        let ups = changes::updates(changes, &l.keys, l.bank.codec());
+        let ups = bank_changes::updates(changes, &l.keys, l.bank.codec());
         let cur = l.bank.update_each(&ups, Some(self.opts.deadline));
         let old = futures::future::join_all(self.layouts.previous().into_iter().map(|(p, until)| async move {
             if p.config.nodes.iter().any(|n| l.config.fenced.contains(n)) {
@@ -182,7 +191,7 @@ impl Inner {
                 tokio::time::sleep_until(until.into()).await;
                 return Vec::new();
             }
-            let dels = changes::previous_deletes(changes, &l.keys, &p.keys);
+            let dels = bank_changes::previous_deletes(changes, &l.keys, &p.keys);
             p.bank.update_each(&dels, Some(self.opts.deadline)).await
         }));
         let (mut failed, old) = tokio::join!(cur, old);
@@ -229,18 +238,18 @@ impl Inner {
     async fn repopulate(self: Arc<Self>, loc: Loc, fid: FileId, first: u64, last: u64) {
         let Some(l) = self.layouts.current() else { return };
         let bs = l.keys.block_size as u64;
-        let _g = self.locks.shared(fid).await;
+        let _g = self.order.shared(fid).await;
         if let Ok(data) = self.below.read(&loc, first * bs, ((last - first + 1) * bs) as u32).await {
-            self.fresh.putting(fid);
+            self.never_cached.putting(fid);
             let ch = Self::blocks_of(fid, first, last, bs, &data, true);
-            let _ = l.bank.update(&changes::updates(&ch, &l.keys, l.bank.codec()), None).await;
+            let _ = l.bank.update(&bank_changes::updates(&ch, &l.keys, l.bank.codec()), None).await;
             self.metrics.count("populate", "queued", ch.len() as u64);
         }
     }
 }
 
 #[async_trait]
-impl Translator for SmCache {
+impl Stateful for SmCache {
     fn name(&self) -> &str {
         "smcache"
     }
@@ -250,9 +259,9 @@ impl Translator for SmCache {
     }
 
     /// A getattr or lookup may feed a gateway's populate of the file's stat:
-    /// its delete is no longer known unneeded (see `clean`).
+    /// its delete is no longer known unneeded (see `known_empty`).
     async fn getattr(&self, loc: &Loc) -> FsResult<Attr> {
-        let r = self.inner.clean.reading(loc.fid);
+        let r = self.inner.known_empty.reading(loc.fid);
         let a = self.below.getattr(loc).await?;
         r.answered(a.fid);
         Ok(a)
@@ -260,7 +269,7 @@ impl Translator for SmCache {
 
     /// A listing's attributes, like a getattr of each.
     async fn getattrs(&self, locs: &[Loc]) -> FsResult<Vec<Option<Attr>>> {
-        let r = self.inner.clean.reading(None);
+        let r = self.inner.known_empty.reading(None);
         let got = self.below.getattrs(locs).await?;
         r.answered_all(locs.iter().filter_map(|l| l.fid).chain(got.iter().flatten().map(|a| a.fid)));
         Ok(got)
@@ -273,14 +282,14 @@ impl Translator for SmCache {
         if !plus {
             return self.below.readdir(loc, cookie, max, plus).await;
         }
-        let r = self.inner.clean.reading(None);
+        let r = self.inner.known_empty.reading(None);
         let got = self.below.readdir(loc, cookie, max, plus).await?;
         r.answered_all(got.iter().map(|e| e.fid));
         Ok(got)
     }
 
     async fn lookup(&self, parent: &Loc, name: &str) -> FsResult<Attr> {
-        let r = self.inner.clean.reading(None);
+        let r = self.inner.known_empty.reading(None);
         let a = self.below.lookup(parent, name).await?;
         r.answered(a.fid);
         Ok(a)
@@ -302,13 +311,13 @@ impl Translator for SmCache {
         if alen > MAX_POPULATE {
             return self.below.read(loc, offset, size).await;
         }
-        let _g = i.locks.shared(fid).await;
+        let _g = i.order.shared(fid).await;
         let data = self.below.read(loc, astart, alen as u32).await?;
         let rel = (offset - astart) as usize;
         let out = data.slice(rel.min(data.len())..(rel + size as usize).min(data.len()));
-        i.fresh.putting(fid);
+        i.never_cached.putting(fid);
         let ch = Inner::blocks_of(fid, first, last, bs, &data, true);
-        let _ = l.bank.update(&changes::updates(&ch, &l.keys, l.bank.codec()), None).await;
+        let _ = l.bank.update(&bank_changes::updates(&ch, &l.keys, l.bank.codec()), None).await;
         i.metrics.count("populate", "queued", ch.len() as u64);
         Ok(out)
     }
@@ -322,13 +331,13 @@ impl Translator for SmCache {
         // a write by path still changes blocks keyed by the file's id
         let fid = i.fid_of(loc).await?;
         let bs = l.keys.block_size as u64;
-        let g = i.locks.exclusive(fid).await;
+        let g = i.order.exclusive(fid).await;
         let r = self.below.write(loc, offset, data.clone()).await?;
         let n = r.written as u64;
         let mut ch = vec![Change::Del(K::Stat(fid))];
         let mut span = l.keys.covering(offset, n);
-        if let (true, Some((first, last))) = (i.fresh.is_fresh(fid), span) {
-            // nothing of it was ever stored: nothing to rewrite (see `fresh`)
+        if let (true, Some((first, last))) = (i.never_cached.contains(fid), span) {
+            // nothing of it was ever stored: nothing to rewrite (see `never_cached`)
             i.metrics.count("update", "fresh", last - first + 1);
             span = None;
         }
@@ -364,7 +373,7 @@ impl Translator for SmCache {
             return Ok(r);
         };
         let fid = i.fid_of(loc).await?;
-        let _g = i.locks.exclusive(fid).await;
+        let _g = i.order.exclusive(fid).await;
         let old = self.below.getattr(loc).await?;
         let r = self.below.setattr(loc, set).await?;
         let mut ch = vec![Change::Del(K::Stat(fid))];
@@ -376,10 +385,11 @@ impl Translator for SmCache {
     async fn open(&self, loc: &Loc, flags: i32) -> FsResult<()> {
         let i = &self.inner;
         let Some(l) = i.layouts.current().filter(|_| is_trunc(flags)) else {
+            // an open that does not truncate changes nothing the bank holds
             return self.below.open(loc, flags).await;
         };
         let fid = i.fid_of(loc).await?;
-        let _g = i.locks.exclusive(fid).await;
+        let _g = i.order.exclusive(fid).await;
         let old = self.below.getattr(loc).await?;
         self.below.open(loc, flags).await?;
         let mut ch = vec![Change::Del(K::Stat(fid))];
@@ -397,7 +407,7 @@ impl Translator for SmCache {
         if is_trunc(flags) && !new.exclusive {
             if let Ok(a) = self.below.lookup(parent, &new.name).await {
                 if a.kind == FileKind::File {
-                    let g = i.locks.exclusive(a.fid).await;
+                    let g = i.order.exclusive(a.fid).await;
                     pre = Some((self.below.getattr(&Loc::new(parent.child(&new.name).path, Some(a.fid))).await?, g));
                 }
             }
@@ -405,7 +415,7 @@ impl Translator for SmCache {
         let r = self.below.create(parent, new, flags).await?;
         if r.fid == new.fid {
             // made here with the id the gateway drew: no block of it exists
-            i.fresh.created(r.fid);
+            i.never_cached.created(r.fid);
         }
         let pfid = i.fid_of(parent).await?;
         // A new name, or an existing file opened untouched, leaves the

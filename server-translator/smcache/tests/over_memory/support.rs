@@ -13,7 +13,7 @@ pub struct Stack {
     pub volume: TestVolume,
     /// the disk, read and written behind SMCache's back when a test needs to
     pub leaf: Arc<Memory>,
-    pub sm: Arc<SmCache>,
+    pub sm: Arc<InGraph<SmCache>>,
     /// the nodes SMCache asked to have fenced
     pub fences: Arc<FenceRequests>,
 }

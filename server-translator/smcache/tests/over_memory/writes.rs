@@ -164,7 +164,7 @@ async fn a_stat_no_read_could_have_refilled_is_not_deleted_again() {
     let s = Stack::start(2, BS).await;
     let v = s.view();
     let f = s.create("f").await;
-    let skipped = || s.sm.metrics().cache_ops.with_label_values(&["invalidate", "known_empty"]).get();
+    let skipped = || s.sm.inner().metrics().cache_ops.with_label_values(&["invalidate", "known_empty"]).get();
     let chmod = |m: u32| {
         let (s, f) = (&s, &f);
         async move { s.sm.setattr(f, &SetAttr { perm: Some(m), ..Default::default() }).await }
@@ -188,7 +188,7 @@ async fn a_stat_no_read_could_have_refilled_is_not_deleted_again() {
 
 /// Stat deletes this server skipped, knowing the key empty.
 fn skipped(s: &Stack) -> u64 {
-    s.sm.metrics().cache_ops.with_label_values(&["invalidate", "known_empty"]).get()
+    s.sm.inner().metrics().cache_ops.with_label_values(&["invalidate", "known_empty"]).get()
 }
 
 /// A file changed twice, so that its stat key is known empty (the second
@@ -238,7 +238,7 @@ async fn listings_with_attributes_make_a_stat_delete_needed_again() {
 async fn a_file_made_here_is_not_rewritten_until_its_blocks_are_first_stored() {
     let s = Stack::start(2, BS).await;
     let v = s.view();
-    let fresh = || s.sm.metrics().cache_ops.with_label_values(&["update", "fresh"]).get();
+    let fresh = || s.sm.inner().metrics().cache_ops.with_label_values(&["update", "fresh"]).get();
     let f = s.make("f").await;
     let reads = s.leaf.calls(Fop::Read);
     s.sm.write(&f, 0, pattern(2 * BS as usize + 100, 1)).await.unwrap();

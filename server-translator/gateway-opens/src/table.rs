@@ -1,50 +1,20 @@
-//! The opens each gateway holds on this server, so that they end some
-//! leases after the gateway went silent, as its locks end with its lease.
+//! The table of the opens each gateway holds on this server: counted per
+//! (session, file), bounded, and reaped once a gateway has been silent for
+//! [`GRACE_LEASES`] leases (see the crate page for why).
 //!
 //! ```text
-//!  gateway G (session g) ── Open/Create ──> below: ok ──> Opens::opened(g, fid)
-//!                        ── Release     ──> Opens::releasing(g, fid): counted? ──> below
-//!                                                                     not counted: answered here
-//!  any request, once a lease: Opens::reap ── sessions silent for GRACE_LEASES ──> release below, each open
+//!  open/create ok ──> OpenTable::opened(g, fid)      (admitted first: OpenTable::admit)
+//!  release        ──> OpenTable::releasing(g, fid): counted? ──> below; not counted: answered here
+//!  any request, once a lease: OpenTable::reap ── sessions silent for GRACE_LEASES ──> released below
 //! ```
-//!
-//! Below (posix) a file's open count decides the fate of a file whose last
-//! name goes: its data stays until the last release. A gateway that dies
-//! never sends its releases, so without this table such a file would hold
-//! its space until the server restarts. A gateway silent that long has
-//! lost its opens here (its kernel dropped what it cached, too); a release
-//! it sends later for one of them is answered without reaching posix, or it
-//! would take away another gateway's open. Requests outside a session
-//! (tools, tests: `wire::NO_SESSION`) are not counted and pass as before.
-//! Bounded: [`MAX_PER_SESSION`] files open per gateway and [`MAX_OPENS`]
-//! (gateway, file) pairs in all; past them an open fails with EMFILE.
 
-use crate::callbacks::Callbacks;
+use upcall::Leases;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio::time::Instant;
-use wire::{Reply, Request, NO_SESSION};
+use wire::NO_SESSION;
 use xlator::{FileId, FsError, FsResult};
-
-/// The file a request opens, if it opens one (an open, or a create, which
-/// opens what it makes or finds): checked with [`Opens::admit`] first.
-pub fn opening(req: &Request) -> Option<FileId> {
-    match req {
-        Request::Open { loc, .. } => loc.fid,
-        Request::Create { new, .. } => Some(new.fid),
-        _ => None,
-    }
-}
-
-/// The file `req` opened, answered `reply`: for [`Opens::opened`].
-pub fn opened(req: &Request, reply: &Reply) -> Option<FileId> {
-    match (req, reply) {
-        (Request::Open { loc, .. }, _) => loc.fid,
-        (Request::Create { .. }, Reply::Attr(a)) => Some(a.fid),
-        _ => None,
-    }
-}
 
 /// Files one gateway may hold open on this server.
 pub const MAX_PER_SESSION: usize = 1 << 20;
@@ -69,7 +39,7 @@ struct State {
     awake_since: Option<Instant>,
 }
 
-pub struct Opens {
+pub struct OpenTable {
     state: Mutex<State>,
     /// a session is gone once silent this long ([`GRACE_LEASES`])
     grace: Duration,
@@ -77,15 +47,15 @@ pub struct Opens {
     reclaimed: prometheus::IntCounter,
 }
 
-impl Opens {
-    pub fn new(lease: Duration, registry: &prometheus::Registry) -> Opens {
+impl OpenTable {
+    pub fn new(lease: Duration, registry: &prometheus::Registry) -> OpenTable {
         let reclaimed = prometheus::IntCounter::new(
             "imca_storage_opens_reclaimed_total",
             "Opens released because their gateway's lease ran out",
         )
         .expect("valid metric");
         let _ = registry.register(Box::new(reclaimed.clone()));
-        Opens { state: Mutex::default(), grace: lease * GRACE_LEASES, reclaimed }
+        OpenTable { state: Mutex::default(), grace: lease * GRACE_LEASES, reclaimed }
     }
 
     /// Room for one more open of `fid` by `session`, before it is sent below.
@@ -137,7 +107,7 @@ impl Opens {
     /// Now and then: the opens of sessions silent for [`GRACE_LEASES`]
     /// leases (or unknown to `live` for as long since their first open
     /// here), forgotten here; the caller releases each below (file, count).
-    pub fn reap(&self, live: &Callbacks) -> Vec<(FileId, u32)> {
+    pub fn reap(&self, live: &Leases) -> Vec<(FileId, u32)> {
         let now = Instant::now();
         let lease = self.grace / GRACE_LEASES;
         let mut st = self.lock();
@@ -180,8 +150,8 @@ impl Opens {
 mod tests {
     use super::*;
 
-    fn opens() -> Opens {
-        Opens::new(Duration::from_millis(100), &prometheus::Registry::new())
+    fn opens() -> OpenTable {
+        OpenTable::new(Duration::from_millis(100), &prometheus::Registry::new())
     }
 
     #[test]
@@ -202,7 +172,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_session_that_never_polled_loses_its_opens_after_its_grace() {
         let o = opens();
-        let live = Callbacks::new(Duration::from_millis(100), &prometheus::Registry::new());
+        let live = Leases::new(Duration::from_millis(100), &prometheus::Registry::new());
         o.opened(1, FileId(7));
         o.opened(1, FileId(7));
         o.opened(1, FileId(8));
@@ -223,7 +193,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn nothing_is_reaped_right_after_the_server_itself_was_frozen() {
         let o = opens();
-        let live = Callbacks::new(Duration::from_millis(100), &prometheus::Registry::new());
+        let live = Leases::new(Duration::from_millis(100), &prometheus::Registry::new());
         o.opened(1, FileId(7));
         assert!(o.reap(&live).is_empty());
         // frozen (SIGSTOP) for ten leases: the first request after it

@@ -1,10 +1,13 @@
-//! Kernel-cache leases and invalidation callbacks, on one storage server.
+//! The lease table of one storage server: each gateway session's
+//! kernel-cache lease, the inodes it holds, and the invalidations queued
+//! for it. The [`crate::Upcall`] translator fills the queues; protocol-server
+//! hands it the Poll, Hold and Unhold requests.
 //!
 //! ```text
 //!  gateway H: Hold{h, inos} ──> hold(): h's kernel may cache these from now on
 //!  gateway H: Poll{h, acked} ──> poll(): renew h's lease (only if h acked all it was sent),
 //!                                        drop what h acked, answer h's queue (or wait ≤ hold)
-//!  gateway G: [session g] write ──> translator below ──> invalidate(g, items):
+//!  gateway G: [session g] write ──> Upcall ──> below ──> invalidate(g, items):
 //!                                        queue items for every other live session,
 //!                                        wait until each that holds one acked them
 //!                                        or its lease ran out
@@ -43,7 +46,10 @@
 //! each session's queue ([`MAX_QUEUE`], past it the queue collapses into one
 //! `All`), and each answer ([`MAX_BATCH`]).
 
-use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry};
+mod metrics;
+
+use metrics::Metrics;
+use prometheus::Registry;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -162,49 +168,11 @@ impl Session {
     }
 }
 
-struct Metrics {
-    /// `imca_storage_callbacks_total{outcome}`: acked | expired (the
-    /// gateway's lease ran out first)
-    waits: IntCounterVec,
-    /// `imca_storage_callback_wait_seconds`: how long a mutation waited
-    wait: Histogram,
-    /// `imca_storage_kernel_cache_sessions`: gateways with a live lease
-    sessions: IntGauge,
-    /// `imca_storage_kernel_cache_holds`: inodes gateways said they hold
-    holds: IntGauge,
-}
-
-impl Metrics {
-    fn register(registry: &Registry) -> Metrics {
-        let waits = IntCounterVec::new(
-            Opts::new(
-                "imca_storage_callbacks_total",
-                "Invalidation callbacks to gateways, by how the wait ended (not_held: queued for a gateway that holds none of what they name, not waited for)",
-            ),
-            &["outcome"],
-        )
-        .expect("valid metric");
-        let wait = Histogram::with_opts(
-            HistogramOpts::new("imca_storage_callback_wait_seconds", "Time a mutation waited for other gateways' callbacks")
-                .buckets(prometheus::exponential_buckets(10e-6, 2.0, 20).expect("valid buckets")),
-        )
-        .expect("valid metric");
-        let sessions = IntGauge::new("imca_storage_kernel_cache_sessions", "Gateway sessions known to this server").expect("valid metric");
-        let holds = IntGauge::new("imca_storage_kernel_cache_holds", "Inodes gateways told this server their kernels may cache (the leases held)")
-            .expect("valid metric");
-        let _ = registry.register(Box::new(waits.clone()));
-        let _ = registry.register(Box::new(wait.clone()));
-        let _ = registry.register(Box::new(sessions.clone()));
-        let _ = registry.register(Box::new(holds.clone()));
-        Metrics { waits, wait, sessions, holds }
-    }
-}
-
-/// The lease table of one storage server.
-pub struct Callbacks {
+/// The lease table of one storage server (see the module page).
+pub struct Leases {
     lease: Duration,
     /// how much longer than a lease the server keeps counting a gateway as
-    /// holding it (see [`Callbacks::holds_until`])
+    /// holding it (see [`Leases::holds_until`])
     slack: Duration,
     /// how long a poll waits for something to answer
     hold: Duration,
@@ -216,20 +184,20 @@ pub struct Callbacks {
     metrics: Metrics,
 }
 
-impl Callbacks {
-    pub fn new(lease: Duration, registry: &Registry) -> Callbacks {
-        Callbacks::with_record(lease, None, registry)
+impl Leases {
+    pub fn new(lease: Duration, registry: &Registry) -> Leases {
+        Leases::with_record(lease, None, registry)
     }
 
     /// Keep the record of granted leases at `record`; if it says leases
     /// may still be held (a restart), mutations wait until they ran out.
-    pub fn with_record(lease: Duration, record: Option<PathBuf>, registry: &Registry) -> Callbacks {
+    pub fn with_record(lease: Duration, record: Option<PathBuf>, registry: &Registry) -> Leases {
         let lease = lease.max(Duration::from_millis(10));
         let grace = record.as_deref().map_or(Duration::ZERO, |p| grace_left(p, lease));
         if !grace.is_zero() {
             tracing::info!(?grace, "gateways may still hold kernel-cache leases from before a restart; mutations wait for them");
         }
-        Callbacks {
+        Leases {
             lease,
             slack: lease / 4,
             hold: lease / 4,

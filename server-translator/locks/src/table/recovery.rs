@@ -1,4 +1,4 @@
-//! Locks across a restart of this server: a marker, a grace period, reclaims
+//! LockTable across a restart of this server: a marker, a grace period, reclaims
 //! (NFSv4's and Lustre's recovery are the models).
 //!
 //! ```text
@@ -18,9 +18,9 @@
 //! append, which a restart fails anyway, and they never conflict with an
 //! application's locks.
 
-use super::table::{FileLocks, Holder};
-use super::{Locks, State};
-use crate::callbacks::Callbacks;
+use xlator::lock_table::{self as table, FileLocks, Holder};
+use super::{LockTable, State};
+use upcall::Leases;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -40,12 +40,12 @@ pub(super) fn app_count(f: &FileLocks) -> usize {
     f.held().iter().filter(|h| h.kind != LockKind::Append).count()
 }
 
-impl Locks {
+impl LockTable {
     /// Keep the marker at `marker`; if it is there (locks may have been held
     /// when this server stopped), grant no new lock for `grace` while
     /// gateways reclaim theirs.
-    pub fn with_recovery(lease: Duration, marker: PathBuf, grace: Duration, registry: &prometheus::Registry) -> Locks {
-        let mut locks = Locks::new(lease, registry);
+    pub fn with_recovery(lease: Duration, marker: PathBuf, grace: Duration, registry: &prometheus::Registry) -> LockTable {
+        let mut locks = LockTable::new(lease, registry);
         let held_before = marker.exists();
         if held_before && !grace.is_zero() {
             tracing::info!(?grace, "locks may have been held before this start: grace period for gateways to reclaim them");
@@ -68,8 +68,8 @@ impl Locks {
 
     /// Gateway `session` asks back `lock`, which one of its owners was
     /// granted before this server restarted (see the module page).
-    pub fn reclaim(&self, session: u64, loc: &Loc, lock: Lock, live: &Callbacks) -> FsResult<()> {
-        super::table::check(&lock)?;
+    pub fn reclaim(&self, session: u64, loc: &Loc, lock: Lock, live: &Leases) -> FsResult<()> {
+        table::check(&lock)?;
         let fid = loc.fid.ok_or(FsError::EINVAL)?;
         if session == NO_SESSION {
             return Err(FsError(libc::ENOLCK));

@@ -6,8 +6,8 @@ use xlator::FileId;
 
 const LEASE: Duration = Duration::from_secs(1);
 
-fn table() -> Arc<Callbacks> {
-    Arc::new(Callbacks::new(LEASE, &Registry::new()))
+fn table() -> Arc<Leases> {
+    Arc::new(Leases::new(LEASE, &Registry::new()))
 }
 
 fn items(r: Reply) -> (u64, bool, Vec<Invalidation>) {
@@ -28,7 +28,7 @@ fn one() -> Vec<Invalidation> {
 }
 
 /// Gateway `id` starts its session here and holds `fids`.
-async fn holding(t: &Callbacks, id: u64, fids: &[u128]) {
+async fn holding(t: &Leases, id: u64, fids: &[u128]) {
     items(t.poll(id, 0).await.unwrap());
     let inos: Vec<u64> = fids.iter().map(|f| FileId(*f).ino()).collect();
     assert!(matches!(t.hold(id, &inos), Ok(Reply::Held { everything: false, .. })));
@@ -160,14 +160,14 @@ async fn after_a_restart_mutations_wait_for_the_leases_granted_before() {
     let record = std::env::temp_dir().join(format!("imca-kernel-leases-{}", std::process::id()));
     let _ = std::fs::remove_file(&record);
     // First start: no record, no grace; granting a lease writes the record.
-    let first = Callbacks::with_record(LEASE, Some(record.clone()), &Registry::new());
+    let first = Leases::with_record(LEASE, Some(record.clone()), &Registry::new());
     let started = Instant::now();
     first.invalidate(1, &one()).await;
     assert_eq!(started.elapsed(), Duration::ZERO);
     holding(&first, 2, &[7]).await;
     assert!(record.exists(), "a granted lease is recorded");
     // A restart right after: the gateway may hold its lease for a while yet.
-    let second = Callbacks::with_record(LEASE, Some(record.clone()), &Registry::new());
+    let second = Leases::with_record(LEASE, Some(record.clone()), &Registry::new());
     let started = Instant::now();
     second.invalidate(1, &one()).await;
     assert!(started.elapsed() >= LEASE, "waited {:?}", started.elapsed());

@@ -35,7 +35,7 @@ use xlator::FileId;
 const MAX_CLEAN: usize = 1 << 18;
 
 #[derive(Default)]
-pub struct Clean {
+pub struct KnownEmpty {
     inner: Mutex<Inner>,
     /// requests that may feed a stat populate, arrived so far
     generation: AtomicU64,
@@ -51,10 +51,10 @@ struct Inner {
 
 /// A getattr, lookup or create under way (see the module page).
 pub struct Reading<'a> {
-    clean: &'a Clean,
+    table: &'a KnownEmpty,
 }
 
-impl Clean {
+impl KnownEmpty {
     /// A request that may feed a populate of `fid`'s stat (or of a file
     /// not known yet) arrives.
     pub fn reading(&self, fid: Option<FileId>) -> Reading<'_> {
@@ -63,7 +63,7 @@ impl Clean {
         if let Some(f) = fid {
             self.dirty(f);
         }
-        Reading { clean: self }
+        Reading { table: self }
     }
 
     fn dirty(&self, fid: FileId) {
@@ -80,7 +80,7 @@ impl Clean {
         i.epoch == epoch && i.fids.contains(&fid)
     }
 
-    /// The generation to pass to [`Clean::deleted`], taken before a delete
+    /// The generation to pass to [`KnownEmpty::deleted`], taken before a delete
     /// is sent.
     pub fn generation(&self) -> u64 {
         self.generation.load(SeqCst)
@@ -108,12 +108,12 @@ impl Clean {
 impl Reading<'_> {
     /// What the request answered about: `fid` (for a lookup, known now).
     pub fn answered(self, fid: FileId) {
-        self.clean.dirty(fid);
+        self.table.dirty(fid);
     }
 
     /// What a request about several files answered about.
     pub fn answered_all(self, fids: impl IntoIterator<Item = FileId>) {
-        let mut i = self.clean.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut i = self.table.inner.lock().unwrap_or_else(|p| p.into_inner());
         for f in fids {
             i.fids.remove(&f);
         }
@@ -122,7 +122,7 @@ impl Reading<'_> {
 
 impl Drop for Reading<'_> {
     fn drop(&mut self) {
-        self.clean.readers.fetch_sub(1, SeqCst);
+        self.table.readers.fetch_sub(1, SeqCst);
     }
 }
 
@@ -136,7 +136,7 @@ mod tests {
 
     #[test]
     fn a_confirmed_delete_makes_a_key_known_empty_until_a_read() {
-        let c = Clean::default();
+        let c = KnownEmpty::default();
         assert!(!c.known_empty(1, f(1)), "nothing is known at first");
         let g = c.generation();
         c.deleted(1, g, [f(1)]);
@@ -152,7 +152,7 @@ mod tests {
 
     #[test]
     fn a_read_during_a_delete_leaves_nothing_known() {
-        let c = Clean::default();
+        let c = KnownEmpty::default();
         let g = c.generation();
         c.reading(Some(f(2))).answered(f(2));
         c.deleted(1, g, [f(2)]);
@@ -161,7 +161,7 @@ mod tests {
 
     #[test]
     fn an_epoch_change_forgets_everything() {
-        let c = Clean::default();
+        let c = KnownEmpty::default();
         c.deleted(1, c.generation(), [f(3)]);
         c.deleted(2, c.generation(), [f(4)]);
         assert!(!c.known_empty(2, f(3)));

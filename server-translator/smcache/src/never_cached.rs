@@ -36,11 +36,11 @@ use xlator::FileId;
 const MAX_FRESH: usize = 1 << 18;
 
 #[derive(Default)]
-pub struct Fresh {
+pub struct NeverCached {
     fids: Mutex<HashSet<FileId>>,
 }
 
-impl Fresh {
+impl NeverCached {
     fn fids(&self) -> std::sync::MutexGuard<'_, HashSet<FileId>> {
         self.fids.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -55,7 +55,7 @@ impl Fresh {
     }
 
     /// Whether no block of `fid` was ever put in the bank.
-    pub fn is_fresh(&self, fid: FileId) -> bool {
+    pub fn contains(&self, fid: FileId) -> bool {
         self.fids().contains(&fid)
     }
 
@@ -71,13 +71,13 @@ mod tests {
 
     #[test]
     fn a_file_is_fresh_from_its_create_to_its_first_put() {
-        let f = Fresh::default();
+        let f = NeverCached::default();
         let (a, b) = (FileId(7), FileId(8));
-        assert!(!f.is_fresh(a), "nothing is known of a file not made here");
+        assert!(!f.contains(a), "nothing is known of a file not made here");
         f.created(a);
-        assert!(f.is_fresh(a) && !f.is_fresh(b));
+        assert!(f.contains(a) && !f.contains(b));
         f.putting(a);
-        assert!(!f.is_fresh(a));
+        assert!(!f.contains(a));
         for n in 0..MAX_FRESH as u128 + 1 {
             f.created(FileId(1000 + n));
         }

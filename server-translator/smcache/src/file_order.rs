@@ -10,17 +10,17 @@ use xlator::FileId;
 
 const STRIPES: usize = 1024;
 
-pub struct FileLocks {
+pub struct FileOrder {
     stripes: Vec<Arc<RwLock<()>>>,
 }
 
-impl Default for FileLocks {
+impl Default for FileOrder {
     fn default() -> Self {
-        FileLocks { stripes: (0..STRIPES).map(|_| Arc::new(RwLock::new(()))).collect() }
+        FileOrder { stripes: (0..STRIPES).map(|_| Arc::new(RwLock::new(()))).collect() }
     }
 }
 
-impl FileLocks {
+impl FileOrder {
     fn stripe(&self, fid: FileId) -> Arc<RwLock<()>> {
         let h = (fid.0 as u64) ^ ((fid.0 >> 64) as u64);
         self.stripes[(h.wrapping_mul(0x9E3779B97F4A7C15) >> 54) as usize % STRIPES].clone()

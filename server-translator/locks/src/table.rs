@@ -1,7 +1,8 @@
-//! POSIX and flock locks across gateways, on a file's ordering server.
+//! The lock table of one storage server: who holds which range of which
+//! file, who waits, and what a restart must get back.
 //!
 //! ```text
-//!  gateway G (session g) ── Setlk{fid, lock, wait} ──> protocol-server ──> Locks::setlk
+//!  gateway G (session g) ── Setlk{fid, lock, wait} ──> Locks (translator) ──> LockTable::setlk
 //!      conflict with a live holder:  wait=false → EAGAIN
 //!                                    wait=true  → hold the request (≤ HOLD) until a release
 //!                                                 wakes it; still blocked → EAGAIN, G asks again
@@ -13,23 +14,22 @@
 //!    anyone    ── Setlk (a new lock) ──> EAGAIN, or held until the grace ends
 //! ```
 //!
-//! Locks live in this table only (the model is GlusterFS `features/locks`):
-//! never in the exported file system, never below protocol-server, because a
-//! lock belongs to a gateway session and lives as long as that gateway's
-//! kernel-cache lease ([`crate::callbacks`]). Stripe sends every lock request
-//! of a file to one server, so this table decides alone. A restarted server
-//! starts with no locks, and gets back those gateways still hold by their
-//! reclaims during a grace period ([`recovery`]). Everything is bounded:
-//! locks per file, per session and in all ([`MAX_PER_FILE`],
-//! [`MAX_PER_SESSION`], [`MAX_LOCKS`]; past them ENOLCK), and requests held
-//! waiting ([`MAX_WAITERS`]; past it EAGAIN at once, and the gateway asks
-//! again).
+//! Locks live in this table only: never in the exported file system,
+//! because a lock belongs to a gateway session and lives as long as that
+//! gateway's kernel-cache lease ([`upcall::leases`]). Stripe sends every
+//! lock request of a file to one server, so this table decides alone. A
+//! restarted server starts with no locks, and gets back those gateways
+//! still hold by their reclaims during a grace period ([`recovery`]).
+//! Everything is bounded: locks per file, per session and in all
+//! ([`MAX_PER_FILE`], [`MAX_PER_SESSION`], [`MAX_LOCKS`]; past them
+//! ENOLCK), and requests held waiting ([`MAX_WAITERS`]; past it EAGAIN at
+//! once, and the gateway asks again).
 
 pub mod recovery;
 
 use xlator::lock_table as table;
 
-use crate::callbacks::Callbacks;
+use upcall::Leases;
 use prometheus::{IntCounterVec, IntGauge, Opts, Registry};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
@@ -41,11 +41,11 @@ use tokio::time::Instant;
 use wire::NO_SESSION;
 use xlator::{FileId, FsError, FsResult, Loc, Lock, LockKind, LockType};
 
-/// Locks on one file.
+/// LockTable on one file.
 pub const MAX_PER_FILE: usize = 4096;
-/// Locks one gateway holds on this server.
+/// LockTable one gateway holds on this server.
 pub const MAX_PER_SESSION: usize = 65536;
-/// Locks on this server.
+/// LockTable on this server.
 pub const MAX_LOCKS: usize = 262_144;
 /// Blocking requests held at once.
 pub const MAX_WAITERS: usize = 4096;
@@ -101,13 +101,13 @@ impl Metrics {
         let waiters = IntGauge::new("imca_storage_lock_waiters", "Blocking lock requests waiting on this server").expect("valid metric");
         let reclaimed = prometheus::IntCounter::new(
             "imca_storage_locks_reclaimed_total",
-            "Locks dropped because their gateway's lease ran out",
+            "LockTable dropped because their gateway's lease ran out",
         )
         .expect("valid metric");
         let reclaims = IntCounterVec::new(
             Opts::new(
                 "imca_storage_lock_reclaims_total",
-                "Locks gateways asked back after this server restarted, by outcome (granted, held: it still was, late: after the grace, conflict, refused: the table was full)",
+                "LockTable gateways asked back after this server restarted, by outcome (granted, held: it still was, late: after the grace, conflict, refused: the table was full)",
             ),
             &["outcome"],
         )
@@ -129,7 +129,7 @@ impl Metrics {
 }
 
 /// The lock table of one storage server.
-pub struct Locks {
+pub struct LockTable {
     state: Mutex<State>,
     /// every waiter wakes on any release and looks again
     released: Notify,
@@ -145,7 +145,7 @@ pub struct Locks {
 }
 
 /// Counts a held request of a session while it waits.
-struct Waiting<'a>(&'a Locks, u64);
+struct Waiting<'a>(&'a LockTable, u64);
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
@@ -161,14 +161,14 @@ impl Drop for Waiting<'_> {
     }
 }
 
-impl Locks {
-    pub fn new(lease: Duration, registry: &Registry) -> Locks {
-        Locks::with_hold(lease, HOLD, registry)
+impl LockTable {
+    pub fn new(lease: Duration, registry: &Registry) -> LockTable {
+        LockTable::with_hold(lease, HOLD, registry)
     }
 
     /// With another hold time (tests).
-    pub fn with_hold(lease: Duration, hold: Duration, registry: &Registry) -> Locks {
-        Locks {
+    pub fn with_hold(lease: Duration, hold: Duration, registry: &Registry) -> LockTable {
+        LockTable {
             state: Mutex::default(),
             released: Notify::new(),
             waiters: AtomicUsize::new(0),
@@ -183,7 +183,7 @@ impl Locks {
     /// F_GETLK from `session`: the lock blocking `lock`, or `lock` unlocked.
     /// During the grace the table does not know every lock yet: the answer
     /// waits for its end (up to the hold time; then EAGAIN, ask again).
-    pub async fn getlk(&self, session: u64, loc: &Loc, lock: Lock, live: &Callbacks) -> FsResult<Lock> {
+    pub async fn getlk(&self, session: u64, loc: &Loc, lock: Lock, live: &Leases) -> FsResult<Lock> {
         table::check(&lock)?;
         let fid = loc.fid.ok_or(FsError::EINVAL)?;
         if self.in_grace() && lock.kind != LockKind::Append {
@@ -210,7 +210,7 @@ impl Locks {
 
     /// Take, change or drop a lock for `session`; with `wait`, hold the
     /// request up to the hold time for a conflicting lock to go.
-    pub async fn setlk(&self, session: u64, loc: &Loc, lock: Lock, wait: bool, live: &Callbacks) -> FsResult<()> {
+    pub async fn setlk(&self, session: u64, loc: &Loc, lock: Lock, wait: bool, live: &Leases) -> FsResult<()> {
         table::check(&lock)?;
         let fid = loc.fid.ok_or(FsError::EINVAL)?;
         if session == NO_SESSION {
@@ -276,7 +276,7 @@ impl Locks {
 
     /// The conflicting lock of a live holder; the locks of holders whose
     /// gateway's lease ran out are dropped on the way (and their waiters woken).
-    fn live_conflict(&self, st: &mut State, fid: FileId, holder: Holder, lock: &Lock, live: &Callbacks) -> Option<Held> {
+    fn live_conflict(&self, st: &mut State, fid: FileId, holder: Holder, lock: &Lock, live: &Leases) -> Option<Held> {
         self.sweep(st, live);
         loop {
             let h = st.files.get(&fid)?.conflict(holder, lock)?;
@@ -287,14 +287,14 @@ impl Locks {
         }
     }
 
-    fn dead(&self, st: &State, session: u64, live: &Callbacks) -> bool {
+    fn dead(&self, st: &State, session: u64, live: &Leases) -> bool {
         let since = st.sessions.get(&session).map_or(Instant::now(), |(_, t)| *t);
         !live.is_live(session) && Instant::now() >= since + self.lease
     }
 
     /// Now and then (once a lease), drop the locks of every dead session,
     /// so they do not wait for a conflict to be noticed.
-    fn sweep(&self, st: &mut State, live: &Callbacks) {
+    fn sweep(&self, st: &mut State, live: &Leases) {
         let now = Instant::now();
         if st.last_sweep.is_some_and(|t| now < t + self.lease) {
             return;

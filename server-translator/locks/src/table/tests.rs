@@ -99,9 +99,9 @@ fn bad_ranges_are_refused() {
 
 const LEASE: Duration = Duration::from_secs(1);
 
-fn server() -> (Arc<Locks>, Arc<Callbacks>) {
+fn server() -> (Arc<LockTable>, Arc<Leases>) {
     let r = Registry::new();
-    (Arc::new(Locks::new(LEASE, &r)), Arc::new(Callbacks::new(LEASE, &r)))
+    (Arc::new(LockTable::new(LEASE, &r)), Arc::new(Leases::new(LEASE, &r)))
 }
 
 fn file() -> Loc {
@@ -109,7 +109,7 @@ fn file() -> Loc {
 }
 
 /// Sessions 1 and 2 poll (they hold leases) until the test ends.
-fn keep_polling(cb: &Arc<Callbacks>, sessions: &[u64]) {
+fn keep_polling(cb: &Arc<Leases>, sessions: &[u64]) {
     for &s in sessions {
         let cb = cb.clone();
         tokio::spawn(async move {
@@ -218,8 +218,8 @@ async fn one_file_holds_a_bounded_number_of_locks() {
 const GRACE: Duration = Duration::from_secs(5);
 
 /// A server whose marker lives in `dir` (restarted: one more call).
-fn restarted(dir: &std::path::Path) -> Arc<Locks> {
-    Arc::new(Locks::with_recovery(LEASE, dir.join(MARKER), GRACE, &Registry::new()))
+fn restarted(dir: &std::path::Path) -> Arc<LockTable> {
+    Arc::new(LockTable::with_recovery(LEASE, dir.join(MARKER), GRACE, &Registry::new()))
 }
 
 #[tokio::test(start_paused = true)]
