@@ -9,7 +9,7 @@
 //! and their blocks before, so the merge can be redone from the attributes
 //! before: size and times as the larger, blocks moved by what the write
 //! added. The gateway uses it to keep the attributes it answered with
-//! across its own writes (`gateway::fuse::memo`).
+//! across its own writes (`coherence::memo`).
 
 use crate::{Attr, WriteReply};
 

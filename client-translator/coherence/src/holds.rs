@@ -1,5 +1,5 @@
 //! What this gateway told the storage servers its kernel may cache: the
-//! gateway's side of holds (the servers' side is `protocol_server::callbacks`).
+//! gateway's side of holds (the servers' side is `upcall::leases`).
 //!
 //! ```text
 //!  an answer about inode i, not held ── want(i) ──> registrar: Hold{batch} to every server

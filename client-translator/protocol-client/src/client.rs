@@ -65,7 +65,7 @@ pub struct ProtocolClient {
     health: Arc<Health>,
 }
 
-/// A poll's answer (see `protocol_server::callbacks`).
+/// A poll's answer (see `upcall::leases`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Callbacks {
     /// the lease, counted from when the poll was sent
@@ -173,7 +173,7 @@ impl ProtocolClient {
     }
 
     /// Ask back `lock`, granted to one of this gateway's owners before the
-    /// server restarted (ENOLCK: it is lost; see `protocol_server::locks`).
+    /// server restarted (ENOLCK: it is lost; see the `locks` server translator).
     pub async fn reclaim(&self, loc: xlator::Loc, lock: xlator::Lock) -> FsResult<()> {
         match self.call(Request::Reclaim { loc, lock }, 0).await? {
             Reply::Unit => Ok(()),
