@@ -9,8 +9,8 @@
 
 use prometheus::{Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry};
 
-use crate::node::Node;
-use crate::stats::C;
+use crate::stats::{Stats, C};
+use crate::store::Store;
 
 pub struct Metrics {
     pub latency: Histogram,
@@ -85,16 +85,17 @@ impl Metrics {
         Ok(Metrics { latency, ops, evictions, items, bytes, limit, connections, connections_total, rejected })
     }
 
-    /// Brings every metric up to date with the node (before each scrape).
-    pub fn refresh(&self, node: &Node) {
+    /// Brings every metric up to date with the node's counters, store and
+    /// connection limits (before each scrape).
+    pub fn refresh(&self, stats: &Stats, store: &Store, crowd: &daemon::Crowd) {
         use std::sync::atomic::Ordering::Relaxed;
         let up = |c: &IntCounter, v: u64| c.inc_by(v.saturating_sub(c.get()));
         for &(op, result, c) in OPS {
-            up(&self.ops.with_label_values(&[op, result]), node.stats.get(c));
+            up(&self.ops.with_label_values(&[op, result]), stats.get(c));
         }
-        up(&self.evictions, node.store.hot.evictions.load(Relaxed));
-        up(&self.connections_total, node.stats.total_connections.load(Relaxed));
-        let crowd = &node.crowd.counts;
+        up(&self.evictions, store.hot.evictions.load(Relaxed));
+        up(&self.connections_total, stats.total_connections.load(Relaxed));
+        let crowd = &crowd.counts;
         for (reason, n) in [
             ("conn_limit", &crowd.refused_full),
             ("peer_limit", &crowd.refused_peer),
@@ -103,9 +104,9 @@ impl Metrics {
         ] {
             up(&self.rejected.with_label_values(&[reason]), n.load(Relaxed));
         }
-        self.items.set(node.store.items() as i64);
-        self.bytes.set(node.store.bytes() as i64);
-        self.limit.set(node.store.limit() as i64);
-        self.connections.set(node.stats.curr_connections.load(Relaxed) as i64);
+        self.items.set(store.items() as i64);
+        self.bytes.set(store.bytes() as i64);
+        self.limit.set(store.limit() as i64);
+        self.connections.set(stats.curr_connections.load(Relaxed) as i64);
     }
 }
