@@ -50,13 +50,15 @@ mod fast;
 mod fdcache;
 mod ids;
 mod namespace;
+mod places;
 mod policy;
 mod sys;
 mod translator;
 mod xattr;
 
 pub use dirfds::DEFAULT_DIR_FDS;
-pub use dirs::{MAX_CLIMB, PLACE_XATTR};
+pub use dirs::MAX_CLIMB;
+pub use places::PLACE_XATTR;
 pub use fdcache::FdCache;
 pub use policy::{ExportPolicy, NOBODY};
 pub(crate) use ids::fid_link;
@@ -329,7 +331,7 @@ impl Posix {
         match fid {
             Some(fid) => Ok(Obj { fd, st, fid, linked: kind != FileKind::Dir && fid != FileId::ROOT }),
             None => {
-                let place = name.map(|(dir, n)| dirs::Place { parent: dir.fid, name: n.to_string() });
+                let place = name.map(|(dir, n)| places::Place { parent: dir.fid, name: n.to_string() });
                 let (fid, linked) = self.assign_fid(raw(&fd), kind, &st, place.as_ref())?;
                 let st = if linked { sys::fstat(raw(&fd))? } else { st };
                 Ok(Obj { fd, st, fid, linked })
@@ -337,7 +339,7 @@ impl Posix {
         }
     }
 
-    fn assign_fid(&self, fd: RawFd, kind: FileKind, st: &Stat, place: Option<&dirs::Place>) -> io::Result<(FileId, bool)> {
+    fn assign_fid(&self, fd: RawFd, kind: FileKind, st: &Stat, place: Option<&places::Place>) -> io::Result<(FileId, bool)> {
         let fid = FileId::from_random(sys::random_u128());
         match sys::setxattr(fd, fid_xattr(kind), fid.to_hex().as_bytes(), libc::XATTR_CREATE) {
             Ok(()) => {}

@@ -1,7 +1,7 @@
 //! Namespace operations (synchronous; run on the blocking pool).
 
 use super::sys::{self, err, raw};
-use super::dirs::Place;
+use super::places::Place;
 use super::{check_name, check_new_name, kind_of, Obj, Posix};
 use std::io;
 use std::os::fd::OwnedFd;
