@@ -23,9 +23,9 @@ mod around;
 pub mod lock_table;
 mod error;
 pub mod fops;
+mod merge;
 mod translator;
 pub mod types;
-mod written;
 
 pub use error::{FsError, FsResult};
 pub use around::{Around, Wrap};
