@@ -24,6 +24,7 @@ pub mod lock_table;
 mod error;
 pub mod fops;
 mod merge;
+pub mod names;
 mod translator;
 pub mod types;
 

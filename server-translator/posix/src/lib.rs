@@ -69,10 +69,13 @@ use std::os::fd::{OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use sys::{err, raw, Stat};
+use xlator::names::{check_path, is_hidden};
 use xlator::{Attr, FileId, FileKind, Loc, Timestamp};
 
-/// The directory inside the export that holds IMCa's own state.
-pub const META_DIR: &str = ".imca";
+/// The directory inside the export that holds IMCa's own state (its name,
+/// and the name and path checks that hide it, are xlator's `names`, shared
+/// with the memory leaf).
+pub use xlator::names::META_DIR;
 pub const FID_XATTR: &str = "user.imca.fid";
 /// Where ids of symlinks and special files live (`user.*` is refused there).
 pub const FID_XATTR_TRUSTED: &str = "trusted.imca.fid";
@@ -292,7 +295,7 @@ impl Posix {
 
     /// `name` inside directory `dir` (not following a symlink).
     pub(crate) fn child(&self, dir: &Obj, name: &str) -> io::Result<Obj> {
-        if dir.fid == FileId::ROOT && name == META_DIR {
+        if is_hidden(dir.fid, name) {
             return Err(err(libc::ENOENT));
         }
         let fd = sys::openat(raw(&dir.fd), name, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
@@ -440,42 +443,6 @@ fn attr_of(st: &Stat, fid: FileId, linked: bool) -> Attr {
         mtime: ts(st.st_mtime, st.st_mtime_nsec),
         ctime: ts(st.st_ctime, st.st_ctime_nsec),
     }
-}
-
-/// A single name as a client may use it.
-pub(crate) fn check_name(name: &str) -> io::Result<()> {
-    if name.len() > 255 {
-        return Err(err(libc::ENAMETOOLONG));
-    }
-    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
-        return Err(err(libc::EINVAL));
-    }
-    Ok(())
-}
-
-/// A relative path as a client may send it: `a/b/c`, no `.`/`..`/empty parts,
-/// nothing under the hidden `.imca`. Of any length: a tree has no depth
-/// limit (the transport's frame limit bounds what one request carries).
-pub(crate) fn check_path(path: &str) -> io::Result<()> {
-    if path.is_empty() {
-        return Ok(());
-    }
-    for (i, c) in path.split('/').enumerate() {
-        check_name(c)?;
-        if i == 0 && c == META_DIR {
-            return Err(err(libc::ENOENT));
-        }
-    }
-    Ok(())
-}
-
-/// A name that may be created or renamed to inside `dir`.
-pub(crate) fn check_new_name(dir: &Obj, name: &str) -> io::Result<()> {
-    check_name(name)?;
-    if dir.fid == FileId::ROOT && name == META_DIR {
-        return Err(err(libc::EPERM));
-    }
-    Ok(())
 }
 
 impl Posix {

@@ -3,7 +3,7 @@
 //! the records to find a directory by id). This is the record's format and
 //! nothing else.
 
-use crate::{check_name, META_DIR};
+use xlator::names::{check_name, is_hidden};
 use xlator::FileId;
 
 /// Where a directory's marker records its place.
@@ -32,7 +32,7 @@ pub(crate) fn decode(v: &[u8]) -> Vec<Place> {
     for part in s.split('\0').take(MAX_PLACES) {
         let Some((hex, name)) = part.split_once('/') else { return Vec::new() };
         let Some(parent) = FileId::from_hex(hex) else { return Vec::new() };
-        if check_name(name).is_err() || (parent == FileId::ROOT && name == META_DIR) {
+        if check_name(name).is_err() || is_hidden(parent, name) {
             return Vec::new();
         }
         out.push(Place { parent, name: name.to_string() });
