@@ -121,7 +121,7 @@ fn disable_flush_all_matches_memcached() {
     use std::io::{Read, Write};
     common_require_memcached();
     let port = |p: u16| format!("127.0.0.1:{p}");
-    let free = free_port;
+    let free = testkit_procs::free_port;
     let (pm, pi) = (free(), free());
     let mut mc = Command::new("memcached").args(["-l", "127.0.0.1", "-U", "0", "-u", "root", "-F", "-p", &pm.to_string()]).spawn().unwrap();
     let mut us = Command::new(env!("CARGO_BIN_EXE_imca"))
@@ -154,7 +154,7 @@ fn disable_flush_all_matches_memcached() {
 fn disable_evictions_refuses_stores_like_memcached() {
     use std::io::{Read, Write};
     common_require_memcached();
-    let free = free_port;
+    let free = testkit_procs::free_port;
     let (pm, pi) = (free(), free());
     let mut mc = Command::new("memcached")
         .args(["-l", "127.0.0.1", "-U", "0", "-u", "root", "-M", "-m", "2", "-p", &pm.to_string()])
@@ -298,7 +298,7 @@ fn shutdown_command_with_enable_shutdown() {
 fn item_sizes_match_memcached() {
     use std::io::{Read, Write};
     common_require_memcached();
-    let free = free_port;
+    let free = testkit_procs::free_port;
     let (pm, pi) = (free(), free());
     let mut mc = Command::new("memcached").args(["-l", "127.0.0.1", "-U", "0", "-u", "root", "-p", &pm.to_string()]).spawn().unwrap();
     let mut us = Command::new(env!("CARGO_BIN_EXE_imca")).args(["cache-node", "-l", "127.0.0.1", "-p", &pi.to_string()]).spawn().unwrap();
@@ -417,10 +417,6 @@ fn connect(addr: &str) -> std::net::TcpStream {
             Err(e) => panic!("{addr}: {e}"),
         }
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 fn common_require_memcached() {
