@@ -7,7 +7,8 @@
 //! cost nothing per request except the latency histogram, which sessions
 //! also buffer locally.
 
-use prometheus::{Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry};
+use daemon::series;
+use prometheus::{Histogram, IntCounter, IntCounterVec, IntGauge, Registry};
 
 use crate::stats::{Stats, C};
 use crate::store::Store;
@@ -51,37 +52,28 @@ const OPS: &[(&str, &str, C)] = &[
 impl Metrics {
     /// The node's metrics, registered in `registry` (the node's own).
     pub fn register(registry: &Registry) -> prometheus::Result<Metrics> {
-        let latency = Histogram::with_opts(
-            HistogramOpts::new(
-                "imca_cache_node_request_duration_seconds",
-                "time to parse and execute one request (excluding network)",
-            )
-            .buckets(prometheus::exponential_buckets(1e-6, 4.0, 10)?),
-        )?;
-        let ops = IntCounterVec::new(Opts::new("imca_cache_node_ops_total", "requests by op and result"), &["op", "result"])?;
-        let evictions = IntCounter::new("imca_cache_node_evictions_total", "items evicted to stay under -m")?;
-        let items = IntGauge::new("imca_cache_node_items", "items currently stored")?;
-        let bytes = IntGauge::new("imca_cache_node_bytes", "bytes charged against -m (keys, values, overhead)")?;
-        let limit = IntGauge::new("imca_cache_node_limit_bytes", "the -m limit in bytes")?;
-        let connections = IntGauge::new("imca_cache_node_connections", "open client connections")?;
-        let connections_total = IntCounter::new("imca_cache_node_connections_total", "accepted client connections")?;
-        registry.register(Box::new(latency.clone()))?;
-        registry.register(Box::new(ops.clone()))?;
-        registry.register(Box::new(evictions.clone()))?;
-        registry.register(Box::new(items.clone()))?;
-        registry.register(Box::new(bytes.clone()))?;
-        registry.register(Box::new(limit.clone()))?;
-        registry.register(Box::new(connections.clone()))?;
-        let rejected = IntCounterVec::new(
-            Opts::new(
-                "imca_cache_node_connections_rejected_total",
-                "connections refused (reason conn_limit: -c; peer_limit: one uid's or IP's cap) or closed before \
-                 logging in with -Y (login_shed: to make room; login_timeout: past --login-timeout)",
-            ),
+        let latency = series::histogram(
+            "imca_cache_node_request_duration_seconds",
+            "time to parse and execute one request (excluding network)",
+            series::exponential_buckets(1e-6, 4.0, 10),
+        );
+        let ops = series::counter_vec("imca_cache_node_ops_total", "requests by op and result", &["op", "result"]);
+        let evictions = series::counter("imca_cache_node_evictions_total", "items evicted to stay under -m");
+        let items = series::gauge("imca_cache_node_items", "items currently stored");
+        let bytes = series::gauge("imca_cache_node_bytes", "bytes charged against -m (keys, values, overhead)");
+        let limit = series::gauge("imca_cache_node_limit_bytes", "the -m limit in bytes");
+        let connections = series::gauge("imca_cache_node_connections", "open client connections");
+        let connections_total = series::counter("imca_cache_node_connections_total", "accepted client connections");
+        let rejected = series::counter_vec(
+            "imca_cache_node_connections_rejected_total",
+            "connections refused (reason conn_limit: -c; peer_limit: one uid's or IP's cap) or closed before \
+             logging in with -Y (login_shed: to make room; login_timeout: past --login-timeout)",
             &["reason"],
+        );
+        series::register(
+            registry,
+            &[&latency, &ops, &evictions, &items, &bytes, &limit, &connections, &connections_total, &rejected],
         )?;
-        registry.register(Box::new(connections_total.clone()))?;
-        registry.register(Box::new(rejected.clone()))?;
         Ok(Metrics { latency, ops, evictions, items, bytes, limit, connections, connections_total, rejected })
     }
 
