@@ -4,7 +4,7 @@
 //!
 //! ```text
 //!  gateway protocol-client ══ TCP (transport::tcp) ══> protocol-server   (decode, metrics, epoch stamp)
-//!                                                      -> [slot: SMCache] (graph::smcaches)
+//!                                                      -> SMCache          (graph::with_smcache)
 //!                                                      -> posix            (export dir, fd cache)
 //! ```
 //!
@@ -32,7 +32,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 
-pub use graph::{smcaches, SlotContext};
+pub use graph::{with_smcache, GraphContext};
 pub use volume::Volume;
 pub use posix;
 
