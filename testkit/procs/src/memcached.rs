@@ -87,7 +87,9 @@ impl Memcached {
         Memcached::run(Program::Memcached, extra)
     }
 
-    /// `imca cache-node` (the binary `imca`) on a free port, with memcached's flags.
+    /// `imca cache-node` (the binary `imca`) on a free port, with memcached's
+    /// flags. `extra` must not repeat the defaults' flags (`-l -p -U -m -t`):
+    /// memcached takes the last, `imca`'s parser refuses a flag given twice.
     pub fn cache_node(imca: &Path, extra: &[&str]) -> Memcached {
         Memcached::run(Program::CacheNode(imca.to_path_buf()), extra)
     }
