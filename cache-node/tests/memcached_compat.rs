@@ -268,7 +268,7 @@ fn ascii_authentication_matches_memcached_byte_for_byte() {
 }
 
 /// Runs of pipelined `mg` and binary GETKQ/GETK (warmed a batch at a time,
-/// `prefetch.rs`): hits, misses, base64 keys, quiet mode and a request cut
+/// `store/prefetch.rs`): hits, misses, base64 keys, quiet mode and a request cut
 /// by the end of a write answer byte for byte as memcached's.
 #[test]
 fn pipelined_mg_and_getkq_runs_match_memcached() {
