@@ -6,7 +6,8 @@
 //! the same series. `BankMetrics::default()` counts without exporting
 //! (tools, tests).
 
-use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry};
+use daemon::series;
+use prometheus::{HistogramVec, IntCounterVec, IntGaugeVec, Registry};
 
 #[derive(Clone, Debug)]
 pub struct BankMetrics {
@@ -33,40 +34,35 @@ pub struct BankMetrics {
 
 impl Default for BankMetrics {
     fn default() -> Self {
-        let requests = IntCounterVec::new(
-            Opts::new("imca_bank_requests_total", "Cache-bank keys requested or commands sent, by node, op and result"),
-            &["node", "op", "result"],
-        )
-        .expect("valid metric");
-        let bytes =
-            IntCounterVec::new(Opts::new("imca_bank_bytes_total", "Value bytes served by the bank, by node"), &["node"])
-                .expect("valid metric");
-        let latency = HistogramVec::new(
-            HistogramOpts::new("imca_bank_request_seconds", "Round trip of one pipelined batch to one node").buckets(
+        BankMetrics {
+            requests: series::counter_vec(
+                "imca_bank_requests_total",
+                "Cache-bank keys requested or commands sent, by node, op and result",
+                &["node", "op", "result"],
+            ),
+            bytes: series::counter_vec("imca_bank_bytes_total", "Value bytes served by the bank, by node", &["node"]),
+            latency: series::histogram_vec(
+                "imca_bank_request_seconds",
+                "Round trip of one pipelined batch to one node",
+                &["op"],
                 vec![0.00002, 0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.25, 1.0],
             ),
-            &["op"],
-        )
-        .expect("valid metric");
-        let connects = IntCounterVec::new(
-            Opts::new("imca_bank_connections_total", "Connections opened to cache nodes, by node and transport"),
-            &["node", "transport"],
-        )
-        .expect("valid metric");
-        let rejected = IntCounterVec::new(
-            Opts::new(
+            connects: series::counter_vec(
+                "imca_bank_connections_total",
+                "Connections opened to cache nodes, by node and transport",
+                &["node", "transport"],
+            ),
+            rejected: series::counter_vec(
                 "imca_bank_value_rejected_total",
                 "Values read from the bank and refused as forged, corrupted or foreign (each a miss), by reason",
+                &["reason"],
             ),
-            &["reason"],
-        )
-        .expect("valid metric");
-        let open = IntGaugeVec::new(
-            Opts::new("imca_bank_node_open", "1 when a cache node served a request made without a login (anyone may write it)"),
-            &["node"],
-        )
-        .expect("valid metric");
-        BankMetrics { requests, bytes, latency, connects, rejected, open }
+            open: series::gauge_vec(
+                "imca_bank_node_open",
+                "1 when a cache node served a request made without a login (anyone may write it)",
+                &["node"],
+            ),
+        }
     }
 }
 
@@ -75,12 +71,7 @@ impl BankMetrics {
     /// second registration of the same names is an error).
     pub fn register(registry: &Registry) -> prometheus::Result<BankMetrics> {
         let m = BankMetrics::default();
-        registry.register(Box::new(m.requests.clone()))?;
-        registry.register(Box::new(m.bytes.clone()))?;
-        registry.register(Box::new(m.latency.clone()))?;
-        registry.register(Box::new(m.connects.clone()))?;
-        registry.register(Box::new(m.rejected.clone()))?;
-        registry.register(Box::new(m.open.clone()))?;
+        series::register(registry, &[&m.requests, &m.bytes, &m.latency, &m.connects, &m.rejected, &m.open])?;
         Ok(m)
     }
 

@@ -4,7 +4,7 @@ mod memcached;
 
 use bytes::Bytes;
 use cache_bank::{Bank, BankOptions, CacheKey, Update};
-use memcached::{Memcached, SIGCONT, SIGSTOP};
+use memcached::Memcached;
 use std::time::{Duration, Instant};
 use volume::Placement;
 
@@ -25,7 +25,7 @@ fn batches_sent(bank: &Bank) -> u64 {
 async fn many_keys_over_two_nodes_cost_one_batch_per_node() {
     let (a, b) = (Memcached::start(), Memcached::start());
     for p in [Placement::Crc32, Placement::Modulo, Placement::Consistent] {
-        let bank = Bank::new(&[a.addr(), b.addr()], p, opts());
+        let bank = Bank::new(&[a.addr_string(), b.addr_string()], p, opts());
         // binary values, including CRLF and the text protocol's own words
         let vals: Vec<Bytes> =
             (0..600).map(|i| Bytes::from(format!("\r\nEND\r\nVALUE x 0 1\r\n{i}\0\u{ff}").into_bytes())).collect();
@@ -49,7 +49,7 @@ async fn many_keys_over_two_nodes_cost_one_batch_per_node() {
 #[tokio::test]
 async fn a_claim_is_broken_by_an_invalidation() {
     let m = Memcached::start();
-    let bank = Bank::new(&[m.addr()], Placement::Crc32, opts());
+    let bank = Bank::new(&[m.addr_string()], Placement::Crc32, opts());
     let k = CacheKey::new("claim:test".into());
     let ph = bank.codec().placeholder().clone();
     let c = bank.claim_many(std::slice::from_ref(&k), &ph).await;
@@ -73,8 +73,8 @@ async fn a_claim_is_broken_by_an_invalidation() {
 #[tokio::test]
 async fn a_dead_node_is_a_miss_and_is_used_again_when_back() {
     let live = Memcached::start();
-    let dead = Memcached::start();
-    let bank = Bank::new(&[live.addr(), dead.addr()], Placement::Modulo, opts());
+    let mut dead = Memcached::start();
+    let bank = Bank::new(&[live.addr_string(), dead.addr_string()], Placement::Modulo, opts());
     let ks = [key(0), key(1)];
     assert_ne!(bank.node_for(&ks[0]), bank.node_for(&ks[1]));
     let set: Vec<Update> = ks.iter().map(|k| Update::Set(k.clone(), Bytes::from_static(b"v"))).collect();
@@ -86,7 +86,7 @@ async fn a_dead_node_is_a_miss_and_is_used_again_when_back() {
     assert_eq!(got.iter().filter(|h| h.is_some()).count(), 1, "the live node still answers");
     // a writer may skip a node whose address refuses connections: it holds nothing
     bank.update(&set, Some(Duration::from_secs(5))).await.unwrap();
-    let _back = Memcached::on(port);
+    let _back = Memcached::on(port, &[]);
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         bank.update(&set, Some(Duration::from_secs(5))).await.unwrap();
@@ -101,15 +101,15 @@ async fn a_dead_node_is_a_miss_and_is_used_again_when_back() {
 #[tokio::test]
 async fn a_frozen_node_is_a_fast_miss_and_writers_wait_for_it_in_order() {
     let m = Memcached::start();
-    let reader = Bank::new(&[m.addr()], Placement::Crc32, BankOptions {
+    let reader = Bank::new(&[m.addr_string()], Placement::Crc32, BankOptions {
         timeout: Duration::from_millis(50),
         connect_timeout: Duration::from_millis(200),
         ..Default::default()
     });
-    let writer = Bank::new(&[m.addr()], Placement::Crc32, opts());
+    let writer = Bank::new(&[m.addr_string()], Placement::Crc32, opts());
     let k = key(3);
     writer.update(&[Update::Set(k.clone(), Bytes::from_static(b"old"))], Some(Duration::from_secs(5))).await.unwrap();
-    m.signal(SIGSTOP);
+    m.freeze();
     let t = Instant::now();
     assert!(reader.get_many(std::slice::from_ref(&k), false).await[0].is_none());
     assert!(t.elapsed() < Duration::from_secs(2), "a frozen node must be a fast miss");
@@ -124,7 +124,7 @@ async fn a_frozen_node_is_a_fast_miss_and_writers_wait_for_it_in_order() {
         }
     });
     tokio::time::sleep(Duration::from_millis(100)).await;
-    m.signal(SIGCONT);
+    m.thaw();
     w2.await.unwrap().unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -147,7 +147,7 @@ async fn a_refused_node_that_restarted_is_not_skipped_by_writers() {
     for _ in 0..8 {
         writer.update(&[Update::Delete(k.clone())], Some(Duration::from_secs(5))).await.unwrap();
     }
-    let _back = Memcached::on(port);
+    let _back = Memcached::on(port, &[]);
     let other = Bank::new(std::slice::from_ref(&addr), Placement::Crc32, opts());
     other.update(&[Update::Set(k.clone(), Bytes::from_static(b"filled after restart"))], Some(Duration::from_secs(5)))
         .await

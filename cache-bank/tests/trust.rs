@@ -8,7 +8,7 @@ mod memcached;
 use bytes::Bytes;
 use cache_bank::value::Kind;
 use cache_bank::{Bank, BankOptions, CacheKey, Credentials, Update};
-use memcached::{free_port, Memcached};
+use memcached::Memcached;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 use volume::Placement;
@@ -39,20 +39,20 @@ async fn read_block(bank: &Bank, k: &CacheKey) -> Option<Bytes> {
 #[tokio::test]
 async fn forged_foreign_and_crc_values_are_counted_misses() {
     let m = Memcached::start();
-    let ours = Bank::new(&[m.addr()], Placement::Crc32, opts(Some(key(1)), None));
+    let ours = Bank::new(&[m.addr_string()], Placement::Crc32, opts(Some(key(1)), None));
     let k = CacheKey::new("vol:1:b:00ff:0".into());
     let wait = Some(Duration::from_secs(5));
 
     // ours round-trips, encrypted or not
     ours.update(&[Update::Set(k.clone(), ours.codec().encode(Kind::Block, &k.key, b"real"))], wait).await.unwrap();
     assert_eq!(read_block(&ours, &k).await.as_deref(), Some(&b"real"[..]));
-    let enc = Bank::new(&[m.addr()], Placement::Crc32, BankOptions { encrypt_values: true, ..opts(Some(key(1)), None) });
+    let enc = Bank::new(&[m.addr_string()], Placement::Crc32, BankOptions { encrypt_values: true, ..opts(Some(key(1)), None) });
     enc.update(&[Update::Set(k.clone(), enc.codec().encode(Kind::Block, &k.key, b"sealed"))], wait).await.unwrap();
     assert_eq!(read_block(&ours, &k).await.as_deref(), Some(&b"sealed"[..]), "a plain reader opens encrypted values");
 
     // a forgery written straight to the node with an ordinary memcached client:
     // the right header and a made-up tag
-    let client = memcache::connect(format!("memcache://{}?protocol=ascii", m.addr())).unwrap();
+    let client = memcache::connect(format!("memcache://{}?protocol=ascii", m.addr_string())).unwrap();
     let mut forged = b"IM\x02B".to_vec();
     forged.extend_from_slice(&[0u8; 16]);
     forged.extend_from_slice(b"evil");
@@ -61,7 +61,7 @@ async fn forged_foreign_and_crc_values_are_counted_misses() {
     assert_eq!(rejected(&ours, "mac"), 1);
 
     // a well-formed value, MAC'd under another volume's key
-    let other = Bank::new(&[m.addr()], Placement::Crc32, opts(Some(key(2)), None));
+    let other = Bank::new(&[m.addr_string()], Placement::Crc32, opts(Some(key(2)), None));
     other.update(&[Update::Set(k.clone(), other.codec().encode(Kind::Block, &k.key, b"theirs"))], wait).await.unwrap();
     assert_eq!(read_block(&ours, &k).await, None);
     assert_eq!(rejected(&ours, "mac"), 2);
@@ -72,7 +72,7 @@ async fn forged_foreign_and_crc_values_are_counted_misses() {
     assert_eq!(read_block(&ours, &k).await, None);
     assert_eq!(rejected(&ours, "insecure_value"), 1);
     // and an insecure bank refuses our keyed values in turn
-    let insecure = Bank::new(&[m.addr()], Placement::Crc32, opts(None, None));
+    let insecure = Bank::new(&[m.addr_string()], Placement::Crc32, opts(None, None));
     ours.update(&[Update::Set(k.clone(), ours.codec().encode(Kind::Block, &k.key, b"keyed"))], wait).await.unwrap();
     assert_eq!(read_block(&insecure, &k).await, None);
     assert_eq!(rejected(&insecure, "keyed_value"), 1);
@@ -112,8 +112,8 @@ async fn login_rules(addr: String) {
 #[tokio::test]
 async fn debian_memcached_with_auth_serves_only_a_logged_in_bank() {
     let dir = tempfile::tempdir().unwrap();
-    let m = Memcached::with(free_port(), &["-Y", &authfile(dir.path())]);
-    login_rules(m.addr()).await;
+    let m = Memcached::with(&["-Y", &authfile(dir.path())]);
+    login_rules(m.addr_string()).await;
 }
 
 #[tokio::test]
@@ -130,10 +130,10 @@ async fn our_cache_node_with_auth_serves_only_a_logged_in_bank() {
 async fn a_node_without_auth_never_keeps_the_password() {
     let m = Memcached::start();
     let cred = Credentials::parse("imca:s3cret-pw").unwrap();
-    let bank = Bank::new(&[m.addr()], Placement::Crc32, opts(Some(key(1)), Some(cred)));
+    let bank = Bank::new(&[m.addr_string()], Placement::Crc32, opts(Some(key(1)), Some(cred)));
     let k = CacheKey::new("k".into());
     bank.update(&[Update::Set(k.clone(), Bytes::from_static(b"v"))], Some(Duration::from_secs(5))).await.unwrap();
-    let client = memcache::connect(format!("memcache://{}?protocol=ascii", m.addr())).unwrap();
+    let client = memcache::connect(format!("memcache://{}?protocol=ascii", m.addr_string())).unwrap();
     let login: Option<Vec<u8>> = client.get("imca:auth").unwrap();
     assert_eq!(login, None, "the login line was stored already expired");
 }

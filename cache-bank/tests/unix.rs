@@ -5,8 +5,7 @@
 
 use bytes::Bytes;
 use cache_bank::{Bank, BankOptions, CacheKey, Update};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use volume::Placement;
 
 fn opts() -> BankOptions {
@@ -20,25 +19,11 @@ fn key(i: usize) -> CacheKey {
 #[tokio::test]
 async fn a_bank_over_unix_sockets_round_trips() {
     let dir = tempfile::tempdir().unwrap();
-    // memcached makes its socket as `-u nobody`
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let (pi, pm) = (dir.path().join("imca.sock"), dir.path().join("mc.sock"));
     let node = cache_node::start(cache_node::Config { threads: 1, unix_socket: Some(pi.clone()), ..cache_node::Config::local() })
         .await
         .unwrap();
-    let mut mc = Command::new("/usr/bin/memcached")
-        .args(["-U", "0", "-m", "64", "-t", "1", "-u", "nobody", "-a", "0777", "-s"])
-        .arg(&pm)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start memcached (apt-get install memcached)");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::os::unix::net::UnixStream::connect(&pm).is_err() {
-        assert!(Instant::now() < deadline, "memcached did not start on {}", pm.display());
-        std::thread::sleep(Duration::from_millis(10)); // polling readiness
-    }
+    let mc = testkit_procs::MemcachedUnix::start(&pm, &["-a", "0777"]);
     let addrs = [format!("unix:{}", pi.display()), format!("unix:{}", pm.display())];
     let bank = Bank::new(&addrs, Placement::Modulo, opts());
     let keys: Vec<CacheKey> = (0..64).map(key).collect();
@@ -60,7 +45,6 @@ async fn a_bank_over_unix_sockets_round_trips() {
     assert!(bank.get_many(&keys[..1], false).await[0].is_none());
     bank.update(&ups[..1], Some(Duration::from_secs(5))).await.unwrap();
 
-    let _ = mc.kill();
-    let _ = mc.wait();
+    drop(mc);
     node.shutdown().await;
 }

@@ -26,7 +26,7 @@ fn main() {
     let sets: usize = std::env::var("SETS").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
     let node = Arc::new(Node::new(Config { memory_bytes: 64 << 20, threads: 2, ..Config::local() }));
     if std::env::var("MAINTAINER").as_deref() != Ok("0") {
-        cache_node::maintainer::spawn(&node).unwrap();
+        node.start_maintainer().unwrap();
     }
     let s = &node.store;
     let mut n = 0;

@@ -14,8 +14,11 @@ fn coarse_secs() -> i64 {
     s
 }
 
+/// memcached's `ITEM_UPDATE_INTERVAL`: seconds between two LRU bumps of one item.
+pub const UPDATE_INTERVAL: u32 = 60;
+
 /// Server time at start: memcached's `ITEM_UPDATE_INTERVAL + 2`.
-const START: i64 = crate::store::UPDATE_INTERVAL as i64 + 2;
+const START: i64 = UPDATE_INTERVAL as i64 + 2;
 
 /// memcached's `REALTIME_MAXDELTA`: larger exptimes are absolute unix times.
 pub const MAX_DELTA: i64 = 60 * 60 * 24 * 30;

@@ -6,8 +6,11 @@
 //! `ext_*`). Runs before the node
 //! starts; `imca cache-node -h` lists the flags.
 
-use crate::config::{Args, Usage};
+use crate::exit::Usage;
 use std::path::PathBuf;
+
+/// What memcached reports as its version (clients parse it); ours is appended in `stats`.
+pub const VERSION: &str = "1.6.18";
 
 /// The memcached flags `Args` flattens in (names and meanings as memcached's).
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -93,10 +96,9 @@ pub enum Verdict {
 }
 
 /// Apply, validate or refuse the flags of [`Extra`], as memcached would.
-pub fn apply(a: &Args) -> anyhow::Result<Verdict> {
-    let x = &a.extra;
+pub fn apply(x: &Extra) -> anyhow::Result<Verdict> {
     if x.version {
-        println!("memcached {} (imca cache-node {})", crate::config::VERSION, env!("CARGO_PKG_VERSION"));
+        println!("memcached {} (imca cache-node {})", VERSION, env!("CARGO_PKG_VERSION"));
         return Ok(Verdict::Exit);
     }
     if x.license {

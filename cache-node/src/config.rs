@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::auth::Users;
+// the start-up failures and their exit statuses, where callers have found them
+pub use crate::exit::{exit_status, OsErr, Usage};
 
 pub const DEFAULT_PORT: u16 = 11211;
 /// Loopback only unless told otherwise, as Debian's memcached.conf does
@@ -26,8 +28,6 @@ pub const LOGIN_CONNS_SHARE: usize = 8;
 pub const MIN_LOGIN_CONNS: usize = 16;
 /// With `-Y`: one peer (a local uid, a remote IP) holds at most `-c` / this.
 pub const PEER_CONNS_SHARE: usize = 2;
-/// What memcached reports as its version (clients parse it); ours is appended in `stats`.
-pub const VERSION: &str = "1.6.18";
 
 /// `imca cache-node` flags: memcached's, plus `--metrics` and `--ready-file`.
 #[derive(clap::Args, Debug, Clone)]
@@ -122,37 +122,6 @@ pub struct Args {
     /// memcached's other flags (`compat.rs`: applied, without effect, or refused)
     #[command(flatten)]
     pub extra: crate::compat::Extra,
-}
-
-/// A start-up refusal that memcached makes with exit status 64 (EX_USAGE);
-/// `imca` exits with [`Usage::EXIT`] on it, as memcached does.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct Usage(pub String);
-
-impl Usage {
-    pub const EXIT: i32 = 64;
-}
-
-/// A listener that cannot be made (`failed to listen on ...`): memcached
-/// exits with status 71 (EX_OSERR) on it, and so does `imca`.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct OsErr(pub String);
-
-impl OsErr {
-    pub const EXIT: i32 = 71;
-}
-
-/// The exit status memcached would have for a start-up failure `e`.
-pub fn exit_status(e: &anyhow::Error) -> i32 {
-    if e.downcast_ref::<Usage>().is_some() {
-        Usage::EXIT
-    } else if e.downcast_ref::<OsErr>().is_some() {
-        OsErr::EXIT
-    } else {
-        1
-    }
 }
 
 /// `-B`: which protocols a connection may speak (memcached's
@@ -256,7 +225,7 @@ pub struct Config {
     /// `-n` and `-f`: the slab classes items are charged by (`slabs.rs`)
     pub slab_min: usize,
     pub slab_factor: f64,
-    /// the LRU maintainer thread (`maintainer.rs`); `-o no_lru_maintainer`
+    /// the LRU maintainer thread (`store/maintainer.rs`); `-o no_lru_maintainer`
     /// (or `no_modern`) turns it off, as in memcached
     pub lru_maintainer: bool,
 }

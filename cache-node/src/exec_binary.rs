@@ -5,7 +5,7 @@
 use cache_proto::binary::{self, op, Frame, Request, Status};
 use cache_proto::text::StoreOp;
 
-use crate::config::VERSION;
+use crate::compat::VERSION;
 use crate::node::{ArithResult, StoreResult};
 use crate::session::{After, Session};
 use crate::stats::C;

@@ -7,7 +7,7 @@
 //! A get of one key copies a value of up to 4 KiB instead
 //! ([`Out::value_alone`]): for one value the pin costs more than the copy.
 //! Before a batch of keys is looked up, their lookups' cache misses are
-//! started together (`prefetch.rs`).
+//! started together (`store/prefetch.rs`).
 
 use cache_proto::response::{Response, Status};
 use cache_proto::text::reply;
@@ -28,7 +28,7 @@ impl Session {
         let start = out.mark();
         let before = out.len();
         let watched = node.store.log.on(crate::watch::FETCHERS);
-        for batch in keys.chunks(crate::prefetch::BATCH) {
+        for batch in keys.chunks(crate::store::prefetch::BATCH) {
             if keys.len() > 1 {
                 node.store.prefetch(batch);
             }

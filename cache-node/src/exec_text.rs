@@ -5,7 +5,7 @@
 use cache_proto::response::{Response, Status};
 use cache_proto::text::{reply, Command, Frame, StoreOp, NON_NUMERIC, NO_MEMORY, TOO_LARGE};
 
-use crate::config::VERSION;
+use crate::compat::VERSION;
 use crate::node::{ArithResult, StoreResult};
 use crate::out::Out;
 use crate::session::{After, Session};

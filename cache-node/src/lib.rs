@@ -14,14 +14,14 @@
 //!                              sharded byte-bounded LRU (table.rs; short keys inline, key.rs),
 //!                              bounded by -m plus the slab pages memcached keeps (store/pages.rs);
 //!                              a multi-get, or a run of pipelined mg / binary gets, warms its
-//!                              keys' lookups first (prefetch.rs)
+//!                              keys' lookups first (store/prefetch.rs)
 //!        replies ──> Out (out.rs): headers + values pinned by refcount ──> writev
 //!  --metrics ADDR ──> daemon::serve_metrics /metrics (metrics.rs), reading the same counters
 //!  --transport rdma / --rdma ADDR ──> rdma.rs: the same Session per RDMA message
 //!  -Y authfile ──> auth.rs: memcached's ASCII login, first on every connection
 //!  watch ──> watch.rs: log lines (fetchers, mutations, evictions, connevents) to watchers
 //!  stats conns ──> conns.rs: the open connections
-//!  lru-maintainer thread (maintainer.rs): moves items read lately out of the evictions' way
+//!  lru-maintainer thread (store/maintainer.rs): moves items read lately out of the evictions' way
 //!    (not started with `-o no_lru_maintainer`, as memcached's)
 //! ```
 //!
@@ -34,7 +34,7 @@
 //! (`place.rs`).
 //! The store is split into `16 × threads` shards, each an item table with
 //! its LRU list (`table.rs`) behind its own mutex, held only for the duration of one key's operation.
-//! One more thread, as in memcached, is the LRU maintainer (`maintainer.rs`):
+//! One more thread, as in memcached, is the LRU maintainer (`store/maintainer.rs`):
 //! it keeps the tails ready for evictions, so that a store's own eviction
 //! work stays a few items.
 //!
@@ -59,6 +59,7 @@
 //!   ```
 
 mod admission;
+mod cache_line;
 mod clock;
 pub mod auth;
 pub mod compat;
@@ -70,14 +71,14 @@ mod exec_meta;
 mod exec_sasl;
 mod exec_text;
 mod exec_watch;
+pub mod exit;
 mod key;
+pub mod item;
 pub mod listen;
-pub mod maintainer;
 pub mod metrics;
 pub mod node;
 pub mod out;
 mod place;
-mod prefetch;
 pub mod rdma;
 pub mod server;
 pub mod session;
@@ -156,13 +157,13 @@ pub async fn start(config: Config) -> anyhow::Result<Handle> {
     };
     let node = Arc::new(node);
     if config.lru_maintainer {
-        maintainer::spawn(&node).context("starting the LRU maintainer thread")?;
+        node.start_maintainer().context("starting the LRU maintainer thread")?;
     }
     let drain = daemon::Drain::new();
     let metrics_addr = match &config.metrics {
         Some(m) => {
             let n = node.clone();
-            let refresh = move || n.metrics.as_ref().into_iter().for_each(|mm| mm.refresh(&n));
+            let refresh = move || n.metrics.as_ref().into_iter().for_each(|mm| mm.refresh(&n.stats, &n.store, &n.crowd));
             Some(daemon::spawn_metrics(m, registry.clone(), refresh, drain.token()).await?)
         }
         None => None,
@@ -219,7 +220,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
 
 /// Entry point used by the `imca` binary; builds its own runtime.
 pub fn main(args: Args) -> anyhow::Result<()> {
-    if let compat::Verdict::Exit = compat::apply(&args)? {
+    if let compat::Verdict::Exit = compat::apply(&args.extra)? {
         return Ok(());
     }
     let config = Config::try_from(&args)?;

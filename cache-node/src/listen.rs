@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 
 use tokio::net::{TcpListener, UnixListener};
 
-use crate::config::{Config, OsErr};
+use crate::config::Config;
+use crate::exit::OsErr;
 
 /// A bound listener of either kind.
 pub enum Listener {

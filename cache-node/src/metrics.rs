@@ -7,10 +7,11 @@
 //! cost nothing per request except the latency histogram, which sessions
 //! also buffer locally.
 
-use prometheus::{Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry};
+use daemon::series;
+use prometheus::{Histogram, IntCounter, IntCounterVec, IntGauge, Registry};
 
-use crate::node::Node;
-use crate::stats::C;
+use crate::stats::{Stats, C};
+use crate::store::Store;
 
 pub struct Metrics {
     pub latency: Histogram,
@@ -51,50 +52,42 @@ const OPS: &[(&str, &str, C)] = &[
 impl Metrics {
     /// The node's metrics, registered in `registry` (the node's own).
     pub fn register(registry: &Registry) -> prometheus::Result<Metrics> {
-        let latency = Histogram::with_opts(
-            HistogramOpts::new(
-                "imca_cache_node_request_duration_seconds",
-                "time to parse and execute one request (excluding network)",
-            )
-            .buckets(prometheus::exponential_buckets(1e-6, 4.0, 10)?),
-        )?;
-        let ops = IntCounterVec::new(Opts::new("imca_cache_node_ops_total", "requests by op and result"), &["op", "result"])?;
-        let evictions = IntCounter::new("imca_cache_node_evictions_total", "items evicted to stay under -m")?;
-        let items = IntGauge::new("imca_cache_node_items", "items currently stored")?;
-        let bytes = IntGauge::new("imca_cache_node_bytes", "bytes charged against -m (keys, values, overhead)")?;
-        let limit = IntGauge::new("imca_cache_node_limit_bytes", "the -m limit in bytes")?;
-        let connections = IntGauge::new("imca_cache_node_connections", "open client connections")?;
-        let connections_total = IntCounter::new("imca_cache_node_connections_total", "accepted client connections")?;
-        registry.register(Box::new(latency.clone()))?;
-        registry.register(Box::new(ops.clone()))?;
-        registry.register(Box::new(evictions.clone()))?;
-        registry.register(Box::new(items.clone()))?;
-        registry.register(Box::new(bytes.clone()))?;
-        registry.register(Box::new(limit.clone()))?;
-        registry.register(Box::new(connections.clone()))?;
-        let rejected = IntCounterVec::new(
-            Opts::new(
-                "imca_cache_node_connections_rejected_total",
-                "connections refused (reason conn_limit: -c; peer_limit: one uid's or IP's cap) or closed before \
-                 logging in with -Y (login_shed: to make room; login_timeout: past --login-timeout)",
-            ),
+        let latency = series::histogram(
+            "imca_cache_node_request_duration_seconds",
+            "time to parse and execute one request (excluding network)",
+            series::exponential_buckets(1e-6, 4.0, 10),
+        );
+        let ops = series::counter_vec("imca_cache_node_ops_total", "requests by op and result", &["op", "result"]);
+        let evictions = series::counter("imca_cache_node_evictions_total", "items evicted to stay under -m");
+        let items = series::gauge("imca_cache_node_items", "items currently stored");
+        let bytes = series::gauge("imca_cache_node_bytes", "bytes charged against -m (keys, values, overhead)");
+        let limit = series::gauge("imca_cache_node_limit_bytes", "the -m limit in bytes");
+        let connections = series::gauge("imca_cache_node_connections", "open client connections");
+        let connections_total = series::counter("imca_cache_node_connections_total", "accepted client connections");
+        let rejected = series::counter_vec(
+            "imca_cache_node_connections_rejected_total",
+            "connections refused (reason conn_limit: -c; peer_limit: one uid's or IP's cap) or closed before \
+             logging in with -Y (login_shed: to make room; login_timeout: past --login-timeout)",
             &["reason"],
+        );
+        series::register(
+            registry,
+            &[&latency, &ops, &evictions, &items, &bytes, &limit, &connections, &connections_total, &rejected],
         )?;
-        registry.register(Box::new(connections_total.clone()))?;
-        registry.register(Box::new(rejected.clone()))?;
         Ok(Metrics { latency, ops, evictions, items, bytes, limit, connections, connections_total, rejected })
     }
 
-    /// Brings every metric up to date with the node (before each scrape).
-    pub fn refresh(&self, node: &Node) {
+    /// Brings every metric up to date with the node's counters, store and
+    /// connection limits (before each scrape).
+    pub fn refresh(&self, stats: &Stats, store: &Store, crowd: &daemon::Crowd) {
         use std::sync::atomic::Ordering::Relaxed;
         let up = |c: &IntCounter, v: u64| c.inc_by(v.saturating_sub(c.get()));
         for &(op, result, c) in OPS {
-            up(&self.ops.with_label_values(&[op, result]), node.stats.get(c));
+            up(&self.ops.with_label_values(&[op, result]), stats.get(c));
         }
-        up(&self.evictions, node.store.hot.evictions.load(Relaxed));
-        up(&self.connections_total, node.stats.total_connections.load(Relaxed));
-        let crowd = &node.crowd.counts;
+        up(&self.evictions, store.hot.evictions.load(Relaxed));
+        up(&self.connections_total, stats.total_connections.load(Relaxed));
+        let crowd = &crowd.counts;
         for (reason, n) in [
             ("conn_limit", &crowd.refused_full),
             ("peer_limit", &crowd.refused_peer),
@@ -103,9 +96,9 @@ impl Metrics {
         ] {
             up(&self.rejected.with_label_values(&[reason]), n.load(Relaxed));
         }
-        self.items.set(node.store.items() as i64);
-        self.bytes.set(node.store.bytes() as i64);
-        self.limit.set(node.store.limit() as i64);
-        self.connections.set(node.stats.curr_connections.load(Relaxed) as i64);
+        self.items.set(store.items() as i64);
+        self.bytes.set(store.bytes() as i64);
+        self.limit.set(store.limit() as i64);
+        self.connections.set(stats.curr_connections.load(Relaxed) as i64);
     }
 }

@@ -65,6 +65,25 @@ impl Node {
         }
     }
 
+    /// Starts the node's LRU maintainer thread (`store/maintainer.rs`). It
+    /// holds the node weakly and ends within a sweep's idle wait of the
+    /// node's end.
+    pub fn start_maintainer(self: &std::sync::Arc<Self>) -> std::io::Result<()> {
+        let node = std::sync::Arc::downgrade(self);
+        let t = std::thread::Builder::new().name("lru-maintainer".into()).spawn(move || loop {
+            let Some(n) = node.upgrade() else { return };
+            let sweep = n.store.maintain();
+            drop(n);
+            // Items moved: the region moved on; sweep it again right away
+            // (until it is clean). Otherwise wait for stores to use it up.
+            if sweep.moved == 0 {
+                std::thread::park_timeout(crate::store::maintainer::IDLE);
+            }
+        })?;
+        let _ = self.store.maintainer.set(t.thread().clone());
+        Ok(())
+    }
+
     /// set/add/replace/append/prepend/cas. `cas_in` != 0 turns set (and
     /// binary append/prepend/replace) into compare-and-swap, as in memcached.
     #[allow(clippy::too_many_arguments)]

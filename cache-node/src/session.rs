@@ -64,7 +64,7 @@ pub struct Session {
     /// `resp_has_stack`; its get and mn flush them), for `watch`'s refusal
     pub(crate) stacked: bool,
     /// requests at the front of the input whose keys are warmed already
-    /// (`prefetch::warm_run`)
+    /// (`store::prefetch::warm_run`)
     warmed: usize,
 }
 
@@ -217,9 +217,9 @@ impl Session {
             }
             let proto = *self.proto.get_or_insert(if input[0] == BINARY_REQ_MAGIC { Proto::Binary } else { Proto::Text });
             // a run of pipelined mg / binary gets: warm a batch of its
-            // lookups together, as a multi-get's (`prefetch.rs`)
+            // lookups together, as a multi-get's (`store/prefetch.rs`)
             if self.warmed == 0 && (input[0] == BINARY_REQ_MAGIC || input[0] == b'm') {
-                self.warmed = crate::prefetch::warm_run(&self.node.store, input, proto == Proto::Binary);
+                self.warmed = crate::store::prefetch::warm_run(&self.node.store, input, proto == Proto::Binary);
             }
             let t0 = self.latency.as_ref().map(|_| Instant::now());
             // `get <key>`: the same exec_get, without the parser's allocations

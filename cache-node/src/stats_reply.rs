@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 use cache_proto::text::reply;
 
-use crate::config::VERSION;
+use crate::compat::VERSION;
 use crate::node::Node;
 use crate::stats::C;
 use crate::slabs::PAGE;
@@ -97,7 +97,7 @@ fn settings(n: &Node) -> List {
         ("slab_chunk_max".into(), crate::slabs::CHUNK_MAX.to_string()),
         ("flush_enabled".into(), if c.flush_enabled { "yes" } else { "no" }.into()),
         // memcached turns both off with `-o no_lru_maintainer`; the
-        // maintainer's sweeps stand for its segments here (`maintainer.rs`)
+        // maintainer's sweeps stand for its segments here (`store/maintainer.rs`)
         ("lru_maintainer_thread".into(), yes_no(n.store.maintained())),
         ("lru_segmented".into(), yes_no(n.store.maintained())),
     ]

@@ -16,7 +16,7 @@
 //! rules out other keys without touching their entries, then the entry),
 //! and both addresses can be computed ahead of the lookup: a multi-get
 //! prefetches every key's slot, then every key's entry, before it looks any
-//! of them up (`prefetch.rs`), so the misses of a batch overlap instead of
+//! of them up (`store/prefetch.rs`), so the misses of a batch overlap instead of
 //! queueing one after another.
 //!
 //! The table knows nothing of expiry, bytes or ticks (`store.rs` does); it
@@ -25,7 +25,7 @@
 //! (high bits) and the slot (low 32 bits).
 
 use crate::key::Key;
-use crate::store::Item;
+use crate::item::Item;
 
 /// "No entry" in the LRU links.
 const NIL: u32 = u32::MAX;
@@ -108,7 +108,7 @@ impl Table {
             // The key is on the entry's first line, what a hit reads next
             // (expiry, flags, recency) on its second: ask for both at once
             // rather than one miss after the other.
-            crate::prefetch::prefetch(self.line(e, 1));
+            crate::cache_line::prefetch(self.line(e, 1));
             *self.entry(e).key == *key
         })
     }

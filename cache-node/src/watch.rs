@@ -149,14 +149,14 @@ pub fn log_get(log: &Log, key: &[u8], found: Option<usize>, cfd: i32) {
 
 /// `item_get` with memcached's status for a stored item that was dead
 /// (`expired`, `flushed`) instead of `not_found`.
-pub fn log_fetch(log: &Log, key: &[u8], found: Option<usize>, dead: Option<crate::store::Dead>, cfd: i32) {
-    use crate::store::Dead;
+pub fn log_fetch(log: &Log, key: &[u8], found: Option<usize>, dead: Option<crate::item::Dead>, cfd: i32) {
+    use crate::item::Dead;
     use std::fmt::Write;
     log.emit(FETCHERS, |l| {
         l.push_str("type=item_get key=");
         uriencode(l, key);
         let (status, clsid, size) = match (found, dead) {
-            (Some(n), _) => ("found", clsid(crate::store::item_ntotal(key.len(), n)), n),
+            (Some(n), _) => ("found", clsid(crate::item::item_ntotal(key.len(), n)), n),
             (None, Some(Dead::Expired)) => ("expired", 0, 0),
             (None, Some(Dead::Flushed)) => ("flushed", 0, 0),
             (None, None) => ("not_found", 0, 0),
@@ -172,7 +172,7 @@ pub fn log_store(log: &Log, key: &[u8], status: &str, cmd: &str, ttl: u32, size:
     log.emit(MUTATIONS, |l| {
         l.push_str("type=item_store key=");
         uriencode(l, key);
-        let clsid = if size > 0 || status == "stored" { clsid(crate::store::item_ntotal(key.len(), size)) } else { 0 };
+        let clsid = if size > 0 || status == "stored" { clsid(crate::item::item_ntotal(key.len(), size)) } else { 0 };
         let _ = writeln!(l, " status={status} cmd={cmd} ttl={ttl} clsid={clsid} cfd={cfd} size={size}");
     });
 }

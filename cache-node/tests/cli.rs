@@ -77,7 +77,7 @@ fn the_last_lru_maintainer_option_wins_as_in_memcached() {
         ("no_lru_maintainer,modern", false),
     ] {
         let a = Cli::parse_from(["x", "-o", opts]).args;
-        assert!(matches!(cache_node::compat::apply(&a).unwrap(), cache_node::compat::Verdict::Start), "{opts}");
+        assert!(matches!(cache_node::compat::apply(&a.extra).unwrap(), cache_node::compat::Verdict::Start), "{opts}");
         assert_eq!(Config::try_from(&a).unwrap().lru_maintainer, on, "-o {opts}");
     }
 }

@@ -124,7 +124,7 @@ fn memory_limit_evicts_lru_and_counts() {
     assert!(c.get::<Vec<u8>>("key399").unwrap().is_some());
 }
 
-/// The node's LRU maintainer thread (`maintainer.rs`) sweeps the tails
+/// The node's LRU maintainer thread (`store/maintainer.rs`) sweeps the tails
 /// once the store is near its limit, and stores look at a few tail items
 /// each: `stats` shows both under memcached's names.
 #[test]

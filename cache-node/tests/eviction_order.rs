@@ -9,7 +9,7 @@
 //! rescues per store ran out in a tail where every item had been read, and
 //! rescued items read long ago came back looking as recent as new ones.
 //!
-//! Those second chances are now the LRU maintainer's work (`maintainer.rs`,
+//! Those second chances are now the LRU maintainer's work (`store/maintainer.rs`,
 //! a thread in the node); a store looks at a few tail items at most. These
 //! tests run the maintainer's sweep themselves after every store, as a
 //! thread that keeps up would ([`put`]); the last one has no maintainer and

@@ -84,7 +84,7 @@ fn no_lru_maintainer_makes_a_plain_lru_as_in_memcached() {
         let flags: &[&str] = if maintainer { &["-m", "8"] } else { &["-m", "8", "-o", "no_lru_maintainer"] };
         let mc = Memcached::with(flags);
         let ours = start_with_args(flags);
-        for (name, addr) in [("memcached", mc.1), ("imca", ours.addr)] {
+        for (name, addr) in [("memcached", mc.addr), ("imca", ours.addr)] {
             let mut c = Client::new(addr);
             // 2000-byte values: 3608 fit in -m 8. Fill past the limit so
             // that the next evictions take the oldest keys left, read 300
@@ -133,7 +133,7 @@ fn cache_memlimit_below_use_keeps_what_is_stored_as_memcached() {
     let mc = Memcached::with(flags);
     let ours = start_with_args(flags);
     let mut seen = Vec::new();
-    for (name, addr) in [("memcached", mc.1), ("imca", ours.addr)] {
+    for (name, addr) in [("memcached", mc.addr), ("imca", ours.addr)] {
         let mut c = Client::new(addr);
         c.fill(0..28_000, 2000);
         let before = c.stats("");
@@ -171,7 +171,7 @@ fn a_large_item_into_a_full_cache_of_small_ones() {
     let mc = Memcached::with(flags);
     let ours = start_with_args(flags);
     const BIG: usize = 500 << 10;
-    for (name, addr) in [("memcached", mc.1), ("imca", ours.addr)] {
+    for (name, addr) in [("memcached", mc.addr), ("imca", ours.addr)] {
         let mut c = Client::new(addr);
         c.fill(0..60_000, 100);
         let small = c.alive(0..60_000);

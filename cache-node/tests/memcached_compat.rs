@@ -117,7 +117,7 @@ fn text_and_meta_sessions_match_memcached_byte_for_byte() {
     let big = format!("set big 0 0 2000000\r\n{}\r\nget big\r\nadd big 0 0 1048600 noreply\r\n{}\r\nget big\r\n", "b".repeat(2_000_000), "c".repeat(1_048_600));
     let mut failures = Vec::new();
     for case in cases.iter().chain([&extra, &big.into_bytes()]) {
-        let want = session(mc.1, case);
+        let want = session(mc.addr, case);
         let got = session(node.addr, case);
         if want != got {
             failures.push(format!(
@@ -175,7 +175,7 @@ fn binary_sessions_match_memcached() {
     let mut failures = Vec::new();
     for s in &sessions {
         let req: Vec<u8> = s.concat();
-        let want = normalize_binary(session(mc.1, &req));
+        let want = normalize_binary(session(mc.addr, &req));
         let got = normalize_binary(session(node.addr, &req));
         if want != got {
             failures.push(format!("request {:02x?}\n memcached {:02x?}\n imca      {:02x?}", &req[..req.len().min(64)], want, got));
@@ -247,7 +247,7 @@ fn ascii_authentication_matches_memcached_byte_for_byte() {
     ];
     let mut failures = Vec::new();
     for case in &cases {
-        let (want, got) = (steps(mc.1, case), steps(node.addr, case));
+        let (want, got) = (steps(mc.addr, case), steps(node.addr, case));
         if want != got {
             failures.push(format!("steps {case:?}\n memcached {want:?}\n imca      {got:?}"));
         }
@@ -261,14 +261,14 @@ fn ascii_authentication_matches_memcached_byte_for_byte() {
         let text = String::from_utf8_lossy(&r[1]).into_owned();
         text.lines().filter(|l| l.starts_with("STAT auth_")).map(String::from).collect::<Vec<_>>()
     };
-    steps(mc.1, &[b"set x 0 0 7\r\nbob pw2\r\n"]);
-    let (want, got) = (auth_stats(mc.1), auth_stats(node.addr));
+    steps(mc.addr, &[b"set x 0 0 7\r\nbob pw2\r\n"]);
+    let (want, got) = (auth_stats(mc.addr), auth_stats(node.addr));
     assert_eq!(want.len(), 2, "memcached shows both: {want:?}");
     assert_eq!(want, got);
 }
 
 /// Runs of pipelined `mg` and binary GETKQ/GETK (warmed a batch at a time,
-/// `prefetch.rs`): hits, misses, base64 keys, quiet mode and a request cut
+/// `store/prefetch.rs`): hits, misses, base64 keys, quiet mode and a request cut
 /// by the end of a write answer byte for byte as memcached's.
 #[test]
 fn pipelined_mg_and_getkq_runs_match_memcached() {
@@ -291,7 +291,7 @@ fn pipelined_mg_and_getkq_runs_match_memcached() {
         }
     }
     text.extend_from_slice(b"mn\r\nmg k1 v\r\nmg k2 ");
-    let (want, got) = (session(mc.1, &text), session(node.addr, &text));
+    let (want, got) = (session(mc.addr, &text), session(node.addr, &text));
     assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(&want));
     let get = |opc: u8, k: &[u8], opaque: u32| Request::encode(opc, &[], k, &[], opaque, 0);
     let mut bin = Request::encode(op::SET, &[0u8; 8], b"a", b"hello", 1, 0);
@@ -301,6 +301,6 @@ fn pipelined_mg_and_getkq_runs_match_memcached() {
     }
     bin.extend_from_slice(&get(op::NOOP, b"", 99));
     bin.extend_from_slice(&get(op::GETKQ, b"a", 100)[..20]);
-    let (want, got) = (normalize_binary(session(mc.1, &bin)), normalize_binary(session(node.addr, &bin)));
+    let (want, got) = (normalize_binary(session(mc.addr, &bin)), normalize_binary(session(node.addr, &bin)));
     assert_eq!(got, want);
 }

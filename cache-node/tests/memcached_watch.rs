@@ -132,7 +132,7 @@ fn stats_conns_lists_connections_as_memcached_does() {
     let _mcu = MemcachedUnix::start(&pm, &[]);
     let node = TestNode::local();
     let _nodeu = TestNode::start(Config { unix_socket: Some(pi.clone()), ..Config::local() });
-    for (want, got) in [(At::Tcp(mc.1), At::Tcp(node.addr)), (At::Unix(pm), At::Unix(pi))] {
+    for (want, got) in [(At::Tcp(mc.addr), At::Tcp(node.addr)), (At::Unix(pm), At::Unix(pi))] {
         let (want, got) = (conns_shape(&want), conns_shape(&got));
         let got: Vec<String> = got.iter().map(|l| l.replace("imca.sock", "mc.sock")).collect();
         assert!(want.iter().any(|l| l.contains("conn_nread")) && want.len() == 16, "memcached: {want:#?}");
@@ -185,7 +185,7 @@ fn watch_streams_memcached_log_lines() {
     let mc = Memcached::start();
     let node = TestNode::local();
     let mut runs = Vec::new();
-    for at in [At::Tcp(mc.1), At::Tcp(node.addr)] {
+    for at in [At::Tcp(mc.addr), At::Tcp(node.addr)] {
         // refusals, byte for byte
         let refusals = steps(
             &at,
@@ -242,7 +242,7 @@ fn watch_evictions_has_memcached_fields() {
     let mc = Memcached::with(&["-m", "2"]);
     let node = TestNode::start(Config { memory_bytes: 2 << 20, ..Config::local() });
     let mut shapes = Vec::new();
-    for at in [At::Tcp(mc.1), At::Tcp(node.addr)] {
+    for at in [At::Tcp(mc.addr), At::Tcp(node.addr)] {
         let mut w = watcher(&at, "evictions");
         let mut o = at.connect();
         let v = vec![b'v'; 100_000];
@@ -288,7 +288,7 @@ fn bound_protocols_match_memcached() {
             b"stats settings\r\n".to_vec(),
         ];
         for req in &sessions {
-            let (want, got) = (session(&At::Tcp(mc.1), req), session(&At::Tcp(node.addr), req));
+            let (want, got) = (session(&At::Tcp(mc.addr), req), session(&At::Tcp(node.addr), req));
             if req.starts_with(b"stats") {
                 let line = |r: &[u8]| String::from_utf8_lossy(r).lines().find(|l| l.contains("binding_protocol")).map(String::from);
                 assert_eq!(line(&got), line(&want), "-B {flag}");

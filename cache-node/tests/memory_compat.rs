@@ -81,7 +81,7 @@ fn evictions_start_at_about_memcacheds_item_count_with_the_same_m() {
     for (size, n) in [(100, 45_000), (2000, 3_800), (10_000, 800), (300_000, 30)] {
         let mc = Memcached::with(&["-m", "8"]);
         let ours = TestNode::start(cache_node::Config { memory_bytes: 8 << 20, ..cache_node::Config::local() });
-        let want = fill(mc.1, size, n);
+        let want = fill(mc.addr, size, n);
         let got = fill(ours.addr, size, n);
         let ctx = format!("value {size} B: memcached first evicted at {} items, ours at {}", want.first_eviction_at, got.first_eviction_at);
         assert!(want.first_eviction_at > 0 && got.first_eviction_at > 0, "{ctx}: both must evict");

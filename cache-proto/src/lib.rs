@@ -28,6 +28,7 @@ pub mod client;
 pub mod fuzzing;
 pub mod meta;
 pub mod num;
+pub mod replies;
 pub mod response;
 pub mod text;
 

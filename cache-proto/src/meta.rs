@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 
 use crate::num::{strtol32, strtoul32, strtoull};
-use crate::text::{Frame, BAD_FORMAT, ERROR};
+use crate::replies::{BAD_FORMAT, ERROR};
 use crate::MAX_KEY_LEN;
 
 /// Longest opaque (`O`) token memcached echoes.
@@ -87,12 +87,22 @@ impl<'a> MetaCommand<'a> {
     }
 }
 
-fn e<'a>(reply: &'static str, swallow: usize) -> Frame<'a> {
-    Frame::Error { reply, noreply: false, swallow }
+/// A meta line memcached refuses: the error line to answer, and how many
+/// bytes after the line to discard (the data block of a refused `ms`).
+/// The text parser turns it into its `Frame::Error` (meta errors are never
+/// `noreply`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refused {
+    pub reply: &'static str,
+    pub swallow: usize,
+}
+
+fn e(reply: &'static str, swallow: usize) -> Refused {
+    Refused { reply, swallow }
 }
 
 /// Parses a tokenized meta line (`t[0]` is `mg`, `ms`, ...).
-pub fn parse_tokens<'a>(t: &[&'a [u8]]) -> Result<MetaCommand<'a>, Frame<'a>> {
+pub fn parse_tokens<'a>(t: &[&'a [u8]]) -> Result<MetaCommand<'a>, Refused> {
     let kind = match t[0] {
         b"mg" => Kind::Get,
         b"ms" => Kind::Set,

@@ -9,6 +9,9 @@
 
 use crate::meta::{self, MetaCommand};
 use crate::num::{strtol32, strtoul32, strtoull};
+// the error lines live in their own module (meta answers them too); they are
+// re-exported here, where the text protocol's users have always found them
+pub use crate::replies::*;
 use crate::{Parse, MAX_KEY_LEN};
 
 /// memcached closes a connection after this many bytes without a newline,
@@ -84,16 +87,6 @@ pub enum Frame<'a> {
     TooLarge { cmd: Command<'a>, swallow: usize },
 }
 
-pub const ERROR: &str = "ERROR";
-pub const BAD_FORMAT: &str = "CLIENT_ERROR bad command line format";
-pub const BAD_CHUNK: &str = "CLIENT_ERROR bad data chunk";
-pub const BAD_EXPTIME: &str = "CLIENT_ERROR invalid exptime argument";
-pub const BAD_DELTA: &str = "CLIENT_ERROR invalid numeric delta argument";
-pub const TOO_LARGE: &str = "SERVER_ERROR object too large for cache";
-pub const NON_NUMERIC: &str = "CLIENT_ERROR cannot increment or decrement non-numeric value";
-/// A store refused under `-M` (no evictions) for want of memory.
-pub const NO_MEMORY: &str = "SERVER_ERROR out of memory storing object";
-pub const DELETE_USAGE: &str = "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]";
 
 /// Finds the first line: `Ok(Some((line, consumed)))`, `Ok(None)` if more
 /// bytes are needed, `Err(())` if the connection must be closed.
@@ -202,7 +195,9 @@ pub fn parse_line(line: &[u8]) -> Result<LineOutcome<'_>, Frame<'_>> {
     let noreply = t.len() > 1 && t[t.len() - 1] == b"noreply";
     let first = line.first().copied().unwrap_or(0);
     if first == b'm' && line.len() >= 2 && (line.len() == 2 || line[2] == b' ') {
-        return meta::parse_tokens(&t).map(|m| LineOutcome::Cmd(Command::Meta(m)));
+        return meta::parse_tokens(&t)
+            .map(|m| LineOutcome::Cmd(Command::Meta(m)))
+            .map_err(|r| Frame::Error { reply: r.reply, noreply: false, swallow: r.swallow });
     }
     let Some(&name) = t.first() else { return Err(err(ERROR, false)) };
     let want = |ok: bool| if ok { Ok(()) } else { Err(err(ERROR, false)) };

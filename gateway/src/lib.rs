@@ -219,7 +219,7 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
         None => None,
     };
     let admin_url =
-        admin_slot(&args, &graph, servers, lease, &registry, bank_allows_open, drain.stopped()).await?;
+        start_admin(&args, &graph, servers, lease, &registry, bank_allows_open, drain.stopped()).await?;
 
     // The polls hold this gateway's leases: the kernel may cache under them
     // (mode on), and the servers keep its locks while they last (any mode).
@@ -272,12 +272,12 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
     result
 }
 
-// ─── ADMIN SLOT ─────────────────────────────────────────────────────────────
-// The admin API (crate `admin`, wired by its owner): start it on `args.admin`
-// with a backend built from `graph` and `servers` (the protocol-clients, in
-// stripe order: fetch/set each server's volume config, watch epochs), stop it
-// when `stopped` resolves, and return its base URL ("http://127.0.0.1:PORT").
-async fn admin_slot(
+/// The admin API (crate `admin`): started on `args.admin` with a backend
+/// built from `graph` and `servers` (the protocol-clients, in stripe order:
+/// fetch/set each server's volume config, watch epochs), stopped when
+/// `stopped` resolves. Returns its base URL ("http://127.0.0.1:PORT"), or
+/// `None` without `--admin`.
+async fn start_admin(
     args: &Args,
     graph: &graph::Graph,
     servers: std::sync::Arc<admin::StorageServers>,

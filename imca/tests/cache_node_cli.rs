@@ -3,7 +3,9 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::path::Path;
 use std::process::{Command, Stdio};
+use testkit_procs::Memcached;
 use std::time::{Duration, Instant};
 
 #[test]
@@ -121,13 +123,9 @@ fn disable_flush_all_matches_memcached() {
     use std::io::{Read, Write};
     common_require_memcached();
     let port = |p: u16| format!("127.0.0.1:{p}");
-    let free = free_port;
-    let (pm, pi) = (free(), free());
-    let mut mc = Command::new("memcached").args(["-l", "127.0.0.1", "-U", "0", "-u", "root", "-F", "-p", &pm.to_string()]).spawn().unwrap();
-    let mut us = Command::new(env!("CARGO_BIN_EXE_imca"))
-        .args(["cache-node", "-l", "127.0.0.1", "-F", "-p", &pi.to_string()])
-        .spawn()
-        .unwrap();
+    let mc = Memcached::with(&["-F"]);
+    let us = Memcached::cache_node(Path::new(env!("CARGO_BIN_EXE_imca")), &["-F"]);
+    let (pm, pi) = (mc.port(), us.port());
     let session = |addr: &str, req: &[u8]| {
         let mut s = connect(addr);
         s.write_all(req).unwrap();
@@ -142,10 +140,6 @@ fn disable_flush_all_matches_memcached() {
     }
     let settings = String::from_utf8(session(&port(pi), b"stats settings\r\n")).unwrap();
     assert!(settings.contains("STAT flush_enabled no"), "{settings}");
-    for c in [&mut mc, &mut us] {
-        c.kill().unwrap();
-        c.wait().unwrap();
-    }
 }
 
 /// -M: when memory runs out a store is refused with memcached's error
@@ -154,7 +148,7 @@ fn disable_flush_all_matches_memcached() {
 fn disable_evictions_refuses_stores_like_memcached() {
     use std::io::{Read, Write};
     common_require_memcached();
-    let free = free_port;
+    let free = testkit_procs::free_port;
     let (pm, pi) = (free(), free());
     let mut mc = Command::new("memcached")
         .args(["-l", "127.0.0.1", "-U", "0", "-u", "root", "-M", "-m", "2", "-p", &pm.to_string()])
@@ -298,10 +292,9 @@ fn shutdown_command_with_enable_shutdown() {
 fn item_sizes_match_memcached() {
     use std::io::{Read, Write};
     common_require_memcached();
-    let free = free_port;
-    let (pm, pi) = (free(), free());
-    let mut mc = Command::new("memcached").args(["-l", "127.0.0.1", "-U", "0", "-u", "root", "-p", &pm.to_string()]).spawn().unwrap();
-    let mut us = Command::new(env!("CARGO_BIN_EXE_imca")).args(["cache-node", "-l", "127.0.0.1", "-p", &pi.to_string()]).spawn().unwrap();
+    let mc = Memcached::start();
+    let us = Memcached::cache_node(Path::new(env!("CARGO_BIN_EXE_imca")), &[]);
+    let (pm, pi) = (mc.port(), us.port());
     let mut script = Vec::new();
     for (i, n) in [0usize, 1, 2, 100, 1000, 4096, 100_000].iter().enumerate() {
         script.extend_from_slice(format!("set key{i} 0 0 {n}\r\n").as_bytes());
@@ -320,10 +313,6 @@ fn item_sizes_match_memcached() {
         (sizes, bytes)
     };
     assert_eq!(run(pi), run(pm));
-    for c in [&mut mc, &mut us] {
-        c.kill().unwrap();
-        c.wait().unwrap();
-    }
 }
 
 /// `-s`, `-a`: what memcached does with a socket path it cannot use (exit
@@ -417,10 +406,6 @@ fn connect(addr: &str) -> std::net::TcpStream {
             Err(e) => panic!("{addr}: {e}"),
         }
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 fn common_require_memcached() {

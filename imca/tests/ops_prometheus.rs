@@ -65,7 +65,7 @@ impl Drop for Prometheus {
 fn start_prometheus(config: &Path, dir: &Path) -> (Prometheus, Client) {
     let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
     for _ in 0..10 {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = testkit_procs::free_port();
         let child = Command::new("prometheus")
             .arg(format!("--config.file={}", config.display()))
             .arg(format!("--storage.tsdb.path={}", dir.join("tsdb").display()))

@@ -1,7 +1,7 @@
 //! The server translator graph, in its fixed order (like a GlusterFS volfile):
 //!
 //! ```text
-//!  protocol-server -> locks -> gateway-opens -> upcall -> [slot: SMCache] -> posix
+//!  protocol-server -> locks -> gateway-opens -> upcall -> SMCache -> posix
 //! ```
 //!
 //! Locks on top (a lock request goes no further); gateway-opens admits an
@@ -15,8 +15,9 @@ use std::path::Path;
 use std::sync::Arc;
 use xlator::Translator;
 
-/// Everything a server translator may need when it is inserted in the slot.
-pub struct SlotContext {
+/// What the server graph's translators are built from: the volume config,
+/// SMCache's options and the server's metrics registry.
+pub struct GraphContext {
     /// the volume config (subscribe for changes: node pool, block size, epoch)
     pub volume: Arc<Volume>,
     /// SMCache's options (`imca storage --cache-deadline-ms`, `--threaded-cache-updates`,
@@ -26,9 +27,9 @@ pub struct SlotContext {
     pub registry: prometheus::Registry,
 }
 
-/// THE SLOT: the translators between protocol-server and posix: SMCache,
-/// which follows the volume config (no cache nodes = it passes through).
-pub async fn smcaches(below: Arc<dyn Translator>, ctx: &SlotContext) -> anyhow::Result<Arc<dyn Translator>> {
+/// SMCache over `below` (posix): it follows the volume config (no cache
+/// nodes = it passes through).
+pub async fn with_smcache(below: Arc<dyn Translator>, ctx: &GraphContext) -> anyhow::Result<Arc<dyn Translator>> {
     let sm = smcache::SmCache::new(
         below,
         ctx.volume.subscribe(),
@@ -63,7 +64,7 @@ pub async fn build(
     sessions: SessionOptions,
     registry: &prometheus::Registry,
 ) -> anyhow::Result<protocol_server::ProtocolServer> {
-    let below = smcaches(posix, &SlotContext { volume: volume.clone(), smcache, registry: registry.clone() }).await?;
+    let below = with_smcache(posix, &GraphContext { volume: volume.clone(), smcache, registry: registry.clone() }).await?;
     let marker = sessions.record.as_ref().map(|r| r.with_file_name(locks::recovery::MARKER));
     let leases = Arc::new(upcall::Leases::with_record(sessions.lease, sessions.record, registry));
     let upcall: Arc<dyn Translator> = Arc::new(upcall::Upcall::new(below, leases.clone()));

@@ -7,7 +7,7 @@
 //!                                                      -> locks            (getlk/setlk, per gateway session)
 //!                                                      -> gateway-opens    (each gateway's opens)
 //!                                                      -> upcall           (kernel-cache leases, callbacks)
-//!                                                      -> [slot: SMCache] (graph::smcaches)
+//!                                                      -> SMCache          (graph::with_smcache)
 //!                                                      -> posix            (export dir, fd cache)
 //! ```
 //!
@@ -35,7 +35,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 
-pub use graph::{smcaches, SlotContext};
+pub use graph::{with_smcache, GraphContext};
 pub use volume::Volume;
 pub use posix;
 

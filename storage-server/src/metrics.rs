@@ -3,7 +3,8 @@
 //! (`imca_storage_ops_total`, `imca_storage_op_duration_seconds`), SMCache
 //! (`imca_storage_cache_ops_total`) and the bank client (`imca_bank_*`).
 
-use prometheus::{IntCounterVec, IntGauge, Opts, Registry};
+use daemon::series;
+use prometheus::{IntCounterVec, IntGauge, Registry};
 use transport::tcp::{Close, ServerStats};
 
 pub struct Metrics {
@@ -16,8 +17,8 @@ pub struct Metrics {
 
 impl Metrics {
     pub fn register(registry: &Registry) -> prometheus::Result<Metrics> {
-        let open_fds = IntGauge::new("imca_storage_open_fds", "Data file descriptors held by the fd cache")?;
-        registry.register(Box::new(open_fds.clone()))?;
+        let open_fds = series::gauge("imca_storage_open_fds", "Data file descriptors held by the fd cache");
+        series::register(registry, &[&open_fds])?;
         Ok(Metrics { open_fds, rpc: RpcMetrics::register(registry)? })
     }
 }
@@ -32,20 +33,18 @@ pub struct RpcMetrics {
 
 impl RpcMetrics {
     fn register(registry: &Registry) -> prometheus::Result<RpcMetrics> {
-        let connections = IntGauge::new("imca_storage_rpc_connections", "Established storage RPC connections")?;
-        let handshakes = IntGauge::new("imca_storage_rpc_handshakes", "Sockets that have not finished the hello yet")?;
-        let buffered = IntGauge::new(
+        let connections = series::gauge("imca_storage_rpc_connections", "Established storage RPC connections");
+        let handshakes = series::gauge("imca_storage_rpc_handshakes", "Sockets that have not finished the hello yet");
+        let buffered = series::gauge(
             "imca_storage_rpc_buffered_bytes",
             "Memory held for clients: requests being received or served, replies not yet read",
-        )?;
-        let closed = IntCounterVec::new(
-            Opts::new("imca_storage_rpc_connections_closed_total", "Sockets closed or refused, by reason"),
+        );
+        let closed = series::counter_vec(
+            "imca_storage_rpc_connections_closed_total",
+            "Sockets closed or refused, by reason",
             &["reason"],
-        )?;
-        registry.register(Box::new(connections.clone()))?;
-        registry.register(Box::new(handshakes.clone()))?;
-        registry.register(Box::new(buffered.clone()))?;
-        registry.register(Box::new(closed.clone()))?;
+        );
+        series::register(registry, &[&connections, &handshakes, &buffered, &closed])?;
         Ok(RpcMetrics { connections, handshakes, buffered, closed })
     }
 

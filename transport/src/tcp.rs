@@ -57,12 +57,15 @@ mod frame;
 pub mod handshake;
 pub mod tls;
 mod server;
+mod server_options;
+mod shared;
 mod stats;
 
 pub use client::{TcpClient, TcpClientOptions};
 pub use frame::{Decoded, Hello, HEADER_LEN, HELLO_LEN, HELLO_PREFIX, PROOF_LEN};
 pub use crate::allow::Cidr;
-pub use server::{serve, ServerOptions};
+pub use server::serve;
+pub use server_options::ServerOptions;
 pub use stats::{Close, ServerStats};
 
 use std::time::Duration;

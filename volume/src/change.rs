@@ -88,7 +88,7 @@ mod tests {
     }
 
     fn dead_addr() -> String {
-        std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string()
+        format!("127.0.0.1:{}", testkit_procs::free_port())
     }
 
     #[tokio::test]

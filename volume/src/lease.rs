@@ -17,7 +17,7 @@
 //!  storage replies ──stamp(server, epoch)──┐
 //!                                          v
 //!  renewer task ── renew() a third into the lease, retried ─> watch<Option<Arc<CacheConfig>>> ──> CMCache
-//!  upkeep task (crate::upkeep) ── every half lease: rollout::repair, fences, lagging servers
+//!  upkeep task (lease/upkeep.rs) ── every half lease: rollout::repair, fences, lagging servers
 //!  bypass episodes (crate::bypass): start and end logged, counted ──> ConfigLease::bypass
 //! ```
 //!
@@ -39,6 +39,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
+
+mod upkeep;
 
 /// What a consumer sees: the config to use, or `None` = bypass the bank.
 pub type Held = Option<Arc<CacheConfig>>;
@@ -155,7 +157,7 @@ pub async fn start(
     let lease = ConfigLease { shared: shared.clone() };
     // The upkeep stops when the renewer does (it drops `stop`).
     let (stop, stopped) = watch::channel(false);
-    tokio::spawn(crate::upkeep::run(servers.clone(), shared.clone(), stopped));
+    tokio::spawn(upkeep::run(servers.clone(), shared.clone(), stopped));
     tokio::spawn(async move {
         renewer(servers, shared, sent + lease_of(&first), shutdown).await;
         drop(stop);
@@ -251,7 +253,7 @@ async fn renewer(servers: Arc<dyn VolumeServers>, shared: Arc<Shared>, mut valid
 mod tests {
     use super::*;
     use crate::rollout::{self, SetOutcome};
-    use crate::upkeep::REPAIR_EVERY;
+    use super::upkeep::REPAIR_EVERY;
     use async_trait::async_trait;
     use std::sync::atomic::AtomicBool;
     use std::sync::Mutex;

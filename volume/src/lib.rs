@@ -26,7 +26,7 @@
 //!   (validate, probe joining nodes);
 //! - [`rollout`], [`lease`], [`fence`]: installing a config on every
 //!   server, holding it on a gateway, fencing nodes that cannot confirm;
-//!   `upkeep.rs`: the lease's checks of every server, off its renewal;
+//!   `lease/upkeep.rs`: the lease's checks of every server, off its renewal;
 //!   [`bypass`]: when and how long a gateway ran without its bank;
 //! - [`probe`]: talking to a cache node outside the bank (version, stats,
 //!   flush_all);
@@ -45,13 +45,13 @@ pub mod config;
 mod error;
 pub mod fence;
 pub mod lease;
+mod limits;
 pub mod name;
 pub mod options;
 pub mod probe;
 mod ratelog;
 pub mod rollout;
 pub mod update;
-mod upkeep;
 mod validate;
 
 pub use authority::{acceptable, Refusal, Volume, VOLUME_FILE};
@@ -59,4 +59,5 @@ pub use config::{CacheConfig, Placement, DEFAULT_BANK_TIMEOUT_MS, DEFAULT_BLOCK_
 pub use error::{Error, Invalid};
 pub use fence::FenceRequests;
 pub use update::ConfigUpdate;
-pub use validate::{usable, validate, Limits, DEFAULT_ITEM_LIMIT, DEFAULT_STRIPE_UNIT, DEFAULT_VALUE_OVERHEAD};
+pub use limits::{Limits, DEFAULT_ITEM_LIMIT, DEFAULT_STRIPE_UNIT, DEFAULT_VALUE_OVERHEAD};
+pub use validate::{usable, validate};

@@ -7,7 +7,8 @@
 
 use crate::config::{DEFAULT_BANK_TIMEOUT_MS, DEFAULT_BLOCK_SIZE, DEFAULT_LEASE_MS, DEFAULT_VOLUME};
 use crate::name::{check_name, MAX_NAME_LEN, NAME_CHARS};
-use crate::{CacheConfig, Invalid, Limits};
+use crate::limits::Limits;
+use crate::{CacheConfig, Invalid};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::sync::LazyLock;

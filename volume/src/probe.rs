@@ -17,7 +17,7 @@
 //! the login, and a node that answers is refused: it would take anyone's
 //! writes, so it may neither join the pool nor be readmitted after a fence.
 
-use crate::validate::DEFAULT_ITEM_LIMIT;
+use crate::limits::DEFAULT_ITEM_LIMIT;
 use crate::{Invalid, Limits};
 use cache_proto::client::{self, Parsed};
 use cache_proto::response::{Response, Status};

@@ -49,6 +49,13 @@ impl From<std::io::Error> for FsError {
     }
 }
 
+impl From<FsError> for std::io::Error {
+    /// The errno, for code that speaks `io::Result` (the posix leaf).
+    fn from(e: FsError) -> Self {
+        std::io::Error::from_raw_os_error(e.0)
+    }
+}
+
 impl fmt::Debug for FsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "FsError({}: {})", self.0, std::io::Error::from_raw_os_error(self.0))

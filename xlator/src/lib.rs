@@ -24,9 +24,10 @@ pub mod lock_table;
 mod error;
 pub mod fops;
 mod stateful;
+mod merge;
+pub mod names;
 mod translator;
 pub mod types;
-mod written;
 
 pub use error::{FsError, FsResult};
 pub use around::{Around, Wrap};

@@ -5,7 +5,7 @@
 //! store-wide tick; measured within a few hundred sets of the oldest tail
 //! of all shards). A tail item read lately ([`read_lately`]) deserves a
 //! second trip from the head, but moving the items read lately out of the
-//! way is the LRU maintainer's work (`maintainer.rs`, a thread of its own,
+//! way is the LRU maintainer's work (`store/maintainer.rs`, a thread of its own,
 //! like memcached's): it sweeps the next evictions' region ahead of them,
 //! in the store's order. A store itself looks at a bounded number of tail
 //! items: it moves up to [`TAIL_RESCUES`] read ones back to the head (the
@@ -18,7 +18,8 @@
 use std::sync::atomic::Ordering;
 use std::sync::MutexGuard;
 
-use super::{live, ntotal, read_lately, Item, Shard, Store};
+use super::{live, Shard, Store};
+use crate::item::{ntotal, read_lately, Item};
 
 /// How many other shards' LRU tails an eviction looks at.
 const EVICTION_SAMPLE: usize = 4;
@@ -132,7 +133,7 @@ impl Store {
                 // since its sweep, more than TAIL_RESCUES times over)
                 self.lru.evicted_active.fetch_add(1, Ordering::Relaxed);
                 self.wake_maintainer();
-            } else if before.is_multiple_of(crate::maintainer::WAKE_EVERY) {
+            } else if before.is_multiple_of(super::maintainer::WAKE_EVERY) {
                 self.wake_maintainer();
             }
             if self.log.on(crate::watch::EVICTIONS) {

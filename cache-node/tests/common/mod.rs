@@ -106,6 +106,6 @@ pub fn start_with_args(argv: &[&str]) -> TestNode {
     }
     use clap::Parser;
     let cli = Cli::parse_from(["imca"].iter().chain(argv).chain(&["-p", "0", "-l", "127.0.0.1", "-t", "2"]));
-    assert!(matches!(cache_node::compat::apply(&cli.args).unwrap(), cache_node::compat::Verdict::Start));
+    assert!(matches!(cache_node::compat::apply(&cli.args.extra).unwrap(), cache_node::compat::Verdict::Start));
     TestNode::start(Config::try_from(&cli.args).unwrap())
 }

@@ -1,7 +1,8 @@
 //! CMCache's metrics: which operations the bank answered. Registered in the
 //! gateway's registry (one CMCache per gateway).
 
-use prometheus::{IntCounterVec, Opts, Registry};
+use daemon::series;
+use prometheus::{IntCounterVec, Registry};
 
 #[derive(Clone, Debug)]
 pub struct Metrics {
@@ -19,23 +20,17 @@ pub struct Metrics {
 
 impl Metrics {
     pub fn register(registry: &Registry) -> Metrics {
-        let cache = IntCounterVec::new(
-            Opts::new(
+        let m = Metrics {
+            cache: series::counter_vec(
                 "imca_gateway_cache_total",
                 "Gateway operations answered from the cache bank (hit) or forwarded (miss)",
+                &["op", "result"],
             ),
-            &["op", "result"],
-        )
-        .expect("valid metric");
-        let read_bytes = IntCounterVec::new(
-            Opts::new("imca_gateway_read_bytes_total", "Read reply bytes by source (bank | storage)"),
-            &["source"],
-        )
-        .expect("valid metric");
+            read_bytes: series::counter_vec("imca_gateway_read_bytes_total", "Read reply bytes by source (bank | storage)", &["source"]),
+        };
         // Registration fails only for a duplicate name: one CMCache per registry.
-        let _ = registry.register(Box::new(cache.clone()));
-        let _ = registry.register(Box::new(read_bytes.clone()));
-        Metrics { cache, read_bytes }
+        let _ = series::register(registry, &[&m.cache, &m.read_bytes]);
+        m
     }
 
     pub fn count(&self, op: &str, result: &str) {

@@ -24,7 +24,7 @@ impl IoStats {
     /// io-stats over `next`, counting into `registry` (the gateway's).
     #[allow(clippy::new_ret_no_self)]
     pub fn new(next: Next, registry: &prometheus::Registry) -> Wrap<IoStats> {
-        Wrap::new(IoStats { metrics: Metrics::register(registry) }, next)
+        Wrap::new(IoStats { metrics: metrics::register(registry) }, next)
     }
 }
 
@@ -53,9 +53,7 @@ impl Around for IoStats {
     async fn around<'a, T: Send + 'a>(&'a self, fop: Fop, call: impl Future<Output = FsResult<T>> + Send + 'a) -> FsResult<T> {
         let start = Instant::now();
         let r = call.await;
-        let op = fop.name();
-        self.metrics.duration.with_label_values(&[op]).observe(start.elapsed().as_secs_f64());
-        self.metrics.ops.with_label_values(&[op, result_label(&r)]).inc();
+        self.metrics.observe(fop.name(), result_label(&r), start.elapsed());
         r
     }
 }

@@ -1,10 +1,11 @@
-//! Combining what several servers answered into one answer.
+//! Combining what several servers answered into one answer (the
+//! attribute rule itself is xlator's `merge.rs`, shared with the gateway).
 
 use xlator::{Attr, FsError, FsResult, StatFs};
 
-/// The volume's view of a file from each server's view of its copy: size is
-/// the largest copy (copies are sparse), blocks add up, times are the latest;
-/// identity and permissions come from the first server.
+/// The volume's view of a file from each server's view of its copy, in
+/// server order: the merge rule is xlator's ([`Attr::merge_copy`]); here
+/// only the check that every server answered for the same file.
 pub fn merge_attrs(attrs: Vec<Attr>) -> FsResult<Attr> {
     let mut it = attrs.into_iter();
     let mut out = it.next().ok_or(FsError::EIO)?;
@@ -13,11 +14,7 @@ pub fn merge_attrs(attrs: Vec<Attr>) -> FsResult<Attr> {
             tracing::error!(first = %out.fid, other = %a.fid, "storage servers disagree on a file id");
             return Err(FsError::EIO);
         }
-        out.size = out.size.max(a.size);
-        out.blocks += a.blocks;
-        out.atime = out.atime.max(a.atime);
-        out.mtime = out.mtime.max(a.mtime);
-        out.ctime = out.ctime.max(a.ctime);
+        out.merge_copy(&a);
     }
     Ok(out)
 }

@@ -2,7 +2,8 @@
 //! gateway). They exist unregistered until [`crate::Stripe::register_metrics`]
 //! (in-process tests never register them).
 
-use prometheus::{IntCounter, IntCounterVec, IntGauge, Opts, Registry};
+use daemon::series;
+use prometheus::{IntCounter, IntCounterVec, IntGauge, Registry};
 
 #[derive(Clone)]
 pub(crate) struct Metrics {
@@ -21,34 +22,28 @@ pub(crate) struct Metrics {
 impl Metrics {
     pub fn new() -> Metrics {
         Metrics {
-            pending: IntGauge::new(
+            pending: series::gauge(
                 "imca_gateway_heals_pending",
                 "Names an operation left differing between storage servers, recorded for the background heal and not healed yet",
-            )
-            .expect("valid metric"),
-            sweep_needed: IntGauge::new(
+            ),
+            sweep_needed: series::gauge(
                 "imca_gateway_heal_sweep_needed",
                 "1 while more divergences were recorded than the heal index holds: the background heal owes a full sweep",
-            )
-            .expect("valid metric"),
-            heals: IntCounterVec::new(
-                Opts::new("imca_gateway_heals_total", "Background heals of recorded divergences, by result (done, failed attempt, given up)"),
+            ),
+            heals: series::counter_vec(
+                "imca_gateway_heals_total",
+                "Background heals of recorded divergences, by result (done, failed attempt, given up)",
                 &["result"],
-            )
-            .expect("valid metric"),
-            writes_failed_partway: IntCounter::new(
+            ),
+            writes_failed_partway: series::counter(
                 "imca_gateway_writes_failed_partway_total",
                 "Striped writes some of whose pieces failed: their range may hold old data, new data or a mix (docs/operations.md)",
-            )
-            .expect("valid metric"),
+            ),
         }
     }
 
     /// Registration fails only for a duplicate name: one stripe per registry.
     pub fn register(&self, registry: &Registry) {
-        let _ = registry.register(Box::new(self.pending.clone()));
-        let _ = registry.register(Box::new(self.sweep_needed.clone()));
-        let _ = registry.register(Box::new(self.heals.clone()));
-        let _ = registry.register(Box::new(self.writes_failed_partway.clone()));
+        let _ = series::register(registry, &[&self.pending, &self.sweep_needed, &self.heals, &self.writes_failed_partway]);
     }
 }

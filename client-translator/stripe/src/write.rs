@@ -112,8 +112,9 @@ fn note_failed(st: &Stripe, loc: &Loc, offset: u64, len: usize, written: u32, pi
     }
 }
 
-/// The copies a write that landed whole reached, merged after it (size the
-/// largest, blocks the sum, times the latest), and their blocks before it:
+/// The copies a write that landed whole reached, merged after it (xlator's
+/// rule: size the largest, blocks the sum, times the latest), and their
+/// blocks before it:
 /// what the gateway needs to redo the volume's merge from the attributes it
 /// had (`WriteReply::attr_after`). None when a server did not say, or the
 /// copies disagree on what a write leaves alone.
@@ -138,14 +139,10 @@ fn written_copies(pieces: &[Piece], results: &[FsResult<WriteReply>]) -> Option<
             match &mut out {
                 None => out = Some(a.clone()),
                 Some(o) => {
-                    let same = |a: &Attr| (a.fid, a.kind, a.perm, a.uid, a.gid);
-                    if same(o) != same(a) {
+                    if !o.same_but_written(a) {
                         return None;
                     }
-                    o.size = o.size.max(a.size);
-                    o.atime = o.atime.max(a.atime);
-                    o.mtime = o.mtime.max(a.mtime);
-                    o.ctime = o.ctime.max(a.ctime);
+                    o.merge_size_and_times(a);
                 }
             }
         }

@@ -398,7 +398,7 @@ impl Cluster {
         let d = match self.spec.cache {
             Cache::Memcached(_) => {
                 require_tool("memcached", "memcached");
-                let port = std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
+                let port = testkit_procs::free_port();
                 let mut args: Vec<OsString> =
                     ["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0", "-m", "64"].map(OsString::from).to_vec();
                 // SAFETY: no preconditions.

@@ -2,7 +2,8 @@
 //! file). Each checks what posix checks, in the order posix does.
 
 use crate::dir::Dir;
-use crate::tree::{allowed_perm, check_name, err, Content, Fs, Inode};
+use crate::tree::{allowed_perm, err, Content, Fs, Inode};
+use xlator::names::{check_name, check_new_name};
 use xlator::*;
 
 impl Fs {
@@ -15,7 +16,7 @@ impl Fs {
     /// The directory a new name goes in, once the name is valid and free.
     fn new_name(&self, parent: &Loc, name: &str) -> FsResult<FileId> {
         let dir = self.resolve_dir(parent)?;
-        self.check_new_name(dir, name)?;
+        check_new_name(dir, name)?;
         Ok(dir)
     }
 

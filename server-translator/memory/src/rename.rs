@@ -2,7 +2,8 @@
 //! order Linux's renameat2 and vfs_rename check (posix calls renameat2, so
 //! its errnos are the kernel's).
 
-use crate::tree::{check_name, err, Fs};
+use crate::tree::{err, Fs};
+use xlator::names::{check_name, check_new_name};
 use xlator::*;
 
 impl Fs {
@@ -11,7 +12,7 @@ impl Fs {
         check_name(name)?;
         let from = self.resolve_dir(parent)?;
         let to = self.resolve_dir(newparent)?;
-        self.check_new_name(to, newname)?;
+        check_new_name(to, newname)?;
         let src = self.child(from, name)?;
         let dst = match self.child(to, newname) {
             Ok(d) => Some(d),

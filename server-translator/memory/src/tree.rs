@@ -1,6 +1,6 @@
 //! The tree: an inode table keyed by file id, and how a `Loc` or a name
-//! reaches an inode — with posix's checks, in posix's order, so both leaves
-//! fail the same call with the same errno.
+//! reaches an inode — with posix's checks (xlator's `names`), in posix's
+//! order, so both leaves fail the same call with the same errno.
 
 use crate::dir::Dir;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -8,9 +8,6 @@ use std::collections::hash_map::Entry;
 use std::time::{SystemTime, UNIX_EPOCH};
 use xlator::*;
 
-/// posix keeps its own state in this directory at the export root; clients
-/// can neither see it nor create it, and so it is here.
-pub(crate) const META_DIR: &str = ".imca";
 /// What a directory reports as its size (ext4's for a small directory).
 const DIR_SIZE: u64 = 4096;
 
@@ -116,32 +113,6 @@ pub(crate) fn allowed_perm(asked: u32) -> u32 {
     asked & 0o7777 & !(libc::S_ISUID | libc::S_ISGID)
 }
 
-/// A single name as a client may use it.
-pub(crate) fn check_name(name: &str) -> FsResult<()> {
-    if name.len() > 255 {
-        return err(libc::ENAMETOOLONG);
-    }
-    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
-        return err(libc::EINVAL);
-    }
-    Ok(())
-}
-
-/// A relative path as a client may send it (nothing under `.imca`), of any
-/// length: posix opens a long one a PATH_MAX run at a time.
-pub(crate) fn check_path(path: &str) -> FsResult<()> {
-    if path.is_empty() {
-        return Ok(());
-    }
-    for (i, c) in path.split('/').enumerate() {
-        check_name(c)?;
-        if i == 0 && c == META_DIR {
-            return err(libc::ENOENT);
-        }
-    }
-    Ok(())
-}
-
 impl Fs {
     pub fn new() -> Fs {
         let mut root = Inode::new(Content::Dir(Dir::default()), 0o755, Owner::default(), FileId::ROOT);
@@ -169,7 +140,7 @@ impl Fs {
     /// link of a file, or record of a directory, which survive renames
     /// elsewhere), else by path, checked against the id.
     pub fn resolve(&self, loc: &Loc) -> FsResult<FileId> {
-        check_path(&loc.path)?;
+        names::check_path(&loc.path)?;
         if loc.fid == Some(FileId::ROOT) || (loc.path.is_empty() && loc.fid.is_none()) {
             return Ok(FileId::ROOT);
         }
@@ -214,19 +185,10 @@ impl Fs {
 
     /// `name` inside directory `dir`.
     pub fn child(&self, dir: FileId, name: &str) -> FsResult<FileId> {
-        if dir == FileId::ROOT && name == META_DIR {
+        if names::is_hidden(dir, name) {
             return err(libc::ENOENT);
         }
         Ok(self.dir(dir).get(name).ok_or(FsError::ENOENT)?.fid)
-    }
-
-    /// A name that may be created or renamed to inside `dir`.
-    pub fn check_new_name(&self, dir: FileId, name: &str) -> FsResult<()> {
-        check_name(name)?;
-        if dir == FileId::ROOT && name == META_DIR {
-            return err(libc::EPERM);
-        }
-        Ok(())
     }
 
     /// Whether `a` is `b` or one of its ancestors (both directories).

@@ -1,7 +1,8 @@
 //! Data, directory listing and statfs operations (synchronous).
 
 use super::sys::{self, err, raw};
-use super::{kind_of, Obj, Posix, MAX_READ, META_DIR};
+use super::{kind_of, Obj, Posix, MAX_READ};
+use xlator::names::is_hidden;
 use bytes::{Bytes, BytesMut};
 use std::io;
 use std::os::fd::OwnedFd;
@@ -202,7 +203,7 @@ impl Posix {
                     tracing::warn!("skipping a non-UTF-8 name in {:?}", loc.path);
                     continue;
                 };
-                if name == "." || name == ".." || (dir.fid == FileId::ROOT && name == META_DIR) {
+                if name == "." || name == ".." || is_hidden(dir.fid, name) {
                     continue;
                 }
                 if !each(name, off)? {

@@ -7,7 +7,7 @@
 //! hard-linked, but each already has a marker `.imca/fids/ab/<fid>.dir`
 //! (the claim of its id, see [`crate::ids`]). The marker records where the
 //! directory is, in its xattr `user.imca.parent`: its parent's id and its
-//! name there. Finding a directory by id:
+//! name there (`places.rs`). Finding a directory by id:
 //!
 //! ```text
 //!  id ──> table of O_PATH fds (DirFds) ─hit─> done (an O_PATH fd follows renames)
@@ -35,52 +35,20 @@
 //! [`MAX_DETOURS`] deep, so no record can make it loop or hold unbounded
 //! memory.
 
+use crate::ids::dir_marker;
 use crate::sys::{self, err, raw, Stat};
-use crate::{check_name, read_fid, Obj, Posix, META_DIR};
+use crate::places::{decode, encode, Place, PLACE_XATTR};
+use crate::{read_fid, Obj, Posix};
 use std::collections::HashSet;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use xlator::{FileId, FileKind};
 
-/// Where a directory's marker records its place.
-pub const PLACE_XATTR: &str = "user.imca.parent";
 /// Levels one walk may climb (deeper trees: the gateway's path still works).
 pub const MAX_CLIMB: usize = 65_536;
 /// How deep a walk may go into a directory's other recorded place.
 const MAX_DETOURS: u32 = 4;
-/// Places a record holds: the current one and, during a rename, the old one.
-const MAX_PLACES: usize = 2;
-
-/// A directory's place: the id of its parent and its name there.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Place {
-    pub parent: FileId,
-    pub name: String,
-}
-
-/// `<parent hex>/<name>`, places separated by NUL (neither may be in a name).
-pub(crate) fn encode(places: &[Place]) -> Vec<u8> {
-    let parts: Vec<String> = places.iter().map(|p| format!("{}/{}", p.parent.to_hex(), p.name)).collect();
-    parts.join("\0").into_bytes()
-}
-
-/// The places in a record; empty when there is none or it is malformed
-/// (then the directory is found by path and the record written anew).
-pub(crate) fn decode(v: &[u8]) -> Vec<Place> {
-    let Ok(s) = std::str::from_utf8(v) else { return Vec::new() };
-    let mut out = Vec::new();
-    for part in s.split('\0').take(MAX_PLACES) {
-        let Some((hex, name)) = part.split_once('/') else { return Vec::new() };
-        let Some(parent) = FileId::from_hex(hex) else { return Vec::new() };
-        if check_name(name).is_err() || (parent == FileId::ROOT && name == META_DIR) {
-            return Vec::new();
-        }
-        out.push(Place { parent, name: name.to_string() });
-    }
-    out
-}
-
 fn not_there(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR) | Some(libc::ELOOP) | Some(libc::ESTALE))
 }
@@ -198,7 +166,7 @@ impl Posix {
 
     /// The places recorded in `fid`'s marker (empty: none, or no marker).
     fn read_places(&self, fid: FileId) -> io::Result<Vec<Place>> {
-        let marker = match sys::openat(raw(&self.fids), &crate::ids::dir_marker(fid), libc::O_RDONLY | libc::O_NOFOLLOW, 0) {
+        let marker = match sys::openat(raw(&self.fids), &dir_marker(fid), libc::O_RDONLY | libc::O_NOFOLLOW, 0) {
             Ok(fd) => fd,
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(Vec::new()),
             Err(e) => return Err(e),
@@ -218,7 +186,7 @@ impl Posix {
     /// made now would hold its id forever); a directory that never had one
     /// (an export from before markers) stays found by path.
     pub(crate) fn write_places(&self, fid: FileId, places: &[Place]) {
-        let r = sys::openat(raw(&self.fids), &crate::ids::dir_marker(fid), libc::O_RDONLY | libc::O_NOFOLLOW, 0)
+        let r = sys::openat(raw(&self.fids), &dir_marker(fid), libc::O_RDONLY | libc::O_NOFOLLOW, 0)
             .and_then(|m| sys::fsetxattr(raw(&m), PLACE_XATTR, &encode(places)));
         match r {
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => tracing::debug!(%fid, "a directory without a marker: no record"),
@@ -247,23 +215,6 @@ impl Posix {
         let _id = self.lock_id(fid);
         if self.open_verified(parent, &place, fid).is_ok() {
             self.write_places(fid, &[place]);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn records_round_trip_and_odd_ones_are_empty() {
-        let a = Place { parent: FileId::ROOT, name: "a b\nc".into() };
-        let b = Place { parent: FileId(1 << 127 | 5), name: "x".into() };
-        assert_eq!(decode(&encode(&[a.clone(), b.clone()])), vec![a.clone(), b]);
-        assert_eq!(decode(&encode(std::slice::from_ref(&a))), vec![a]);
-        for bad in [&b""[..], b"zz/a", b"00000000000000000000000000000001", b"00000000000000000000000000000001/..",
-            b"00000000000000000000000000000001/.imca", b"00000000000000000000000000000002/a/b"] {
-            assert!(decode(bad).is_empty(), "{:?}", String::from_utf8_lossy(bad));
         }
     }
 }

@@ -8,7 +8,8 @@
 //! and errno.
 
 use super::sys::{self, raw};
-use super::{check_name, check_path, fid_link, kind_of, read_fid, Obj, Posix, MAX_READ, META_DIR};
+use super::{fid_link, kind_of, read_fid, Obj, Posix, MAX_READ};
+use xlator::names::{check_name, check_path, is_hidden};
 use bytes::{Bytes, BytesMut};
 use std::io;
 use xlator::*;
@@ -45,7 +46,7 @@ impl Posix {
     pub fn lookup_fast(&self, parent: &Loc, name: &str) -> Option<io::Result<Attr>> {
         check_name(name).ok()?;
         let dir = self.resolve_cached(parent)?;
-        if kind_of(&dir.st) != FileKind::Dir || (dir.fid == FileId::ROOT && name == META_DIR) {
+        if kind_of(&dir.st) != FileKind::Dir || is_hidden(dir.fid, name) {
             return None;
         }
         let r = match sys::open_beneath_cached(raw(&dir.fd), name, libc::O_PATH | libc::O_NOFOLLOW) {

@@ -144,11 +144,11 @@ impl Posix {
     /// Take a directory's id before the directory is made (its marker,
     /// made with `O_EXCL`: EEXIST if it is there), recording where it will
     /// be when that is known (see [`crate::dirs`]; best effort).
-    pub(crate) fn claim_dir_fid(&self, fid: FileId, place: Option<&crate::dirs::Place>) -> io::Result<()> {
+    pub(crate) fn claim_dir_fid(&self, fid: FileId, place: Option<&crate::places::Place>) -> io::Result<()> {
         let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
         let marker = sys::openat(raw(&self.fids), &dir_marker(fid), flags, 0o600)?;
         if let Some(p) = place {
-            if let Err(e) = sys::fsetxattr(raw(&marker), crate::dirs::PLACE_XATTR, &crate::dirs::encode(std::slice::from_ref(p))) {
+            if let Err(e) = sys::fsetxattr(raw(&marker), crate::places::PLACE_XATTR, &crate::places::encode(std::slice::from_ref(p))) {
                 tracing::warn!(%fid, "cannot record where a new directory is: {e}");
             }
         }

@@ -50,13 +50,15 @@ mod fast;
 mod fdcache;
 mod ids;
 mod namespace;
+mod places;
 mod policy;
 mod sys;
 mod translator;
 mod xattr;
 
 pub use dirfds::DEFAULT_DIR_FDS;
-pub use dirs::{MAX_CLIMB, PLACE_XATTR};
+pub use dirs::MAX_CLIMB;
+pub use places::PLACE_XATTR;
 pub use fdcache::FdCache;
 pub use policy::{ExportPolicy, NOBODY};
 pub(crate) use ids::fid_link;
@@ -67,10 +69,13 @@ use std::os::fd::{OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use sys::{err, raw, Stat};
+use xlator::names::{check_path, is_hidden};
 use xlator::{Attr, FileId, FileKind, Loc, Timestamp};
 
-/// The directory inside the export that holds IMCa's own state.
-pub const META_DIR: &str = ".imca";
+/// The directory inside the export that holds IMCa's own state (its name,
+/// and the name and path checks that hide it, are xlator's `names`, shared
+/// with the memory leaf).
+pub use xlator::names::META_DIR;
 pub const FID_XATTR: &str = "user.imca.fid";
 /// Where ids of symlinks and special files live (`user.*` is refused there).
 pub const FID_XATTR_TRUSTED: &str = "trusted.imca.fid";
@@ -290,7 +295,7 @@ impl Posix {
 
     /// `name` inside directory `dir` (not following a symlink).
     pub(crate) fn child(&self, dir: &Obj, name: &str) -> io::Result<Obj> {
-        if dir.fid == FileId::ROOT && name == META_DIR {
+        if is_hidden(dir.fid, name) {
             return Err(err(libc::ENOENT));
         }
         let fd = sys::openat(raw(&dir.fd), name, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
@@ -329,7 +334,7 @@ impl Posix {
         match fid {
             Some(fid) => Ok(Obj { fd, st, fid, linked: kind != FileKind::Dir && fid != FileId::ROOT }),
             None => {
-                let place = name.map(|(dir, n)| dirs::Place { parent: dir.fid, name: n.to_string() });
+                let place = name.map(|(dir, n)| places::Place { parent: dir.fid, name: n.to_string() });
                 let (fid, linked) = self.assign_fid(raw(&fd), kind, &st, place.as_ref())?;
                 let st = if linked { sys::fstat(raw(&fd))? } else { st };
                 Ok(Obj { fd, st, fid, linked })
@@ -337,7 +342,7 @@ impl Posix {
         }
     }
 
-    fn assign_fid(&self, fd: RawFd, kind: FileKind, st: &Stat, place: Option<&dirs::Place>) -> io::Result<(FileId, bool)> {
+    fn assign_fid(&self, fd: RawFd, kind: FileKind, st: &Stat, place: Option<&places::Place>) -> io::Result<(FileId, bool)> {
         let fid = FileId::from_random(sys::random_u128());
         match sys::setxattr(fd, fid_xattr(kind), fid.to_hex().as_bytes(), libc::XATTR_CREATE) {
             Ok(()) => {}
@@ -438,42 +443,6 @@ fn attr_of(st: &Stat, fid: FileId, linked: bool) -> Attr {
         mtime: ts(st.st_mtime, st.st_mtime_nsec),
         ctime: ts(st.st_ctime, st.st_ctime_nsec),
     }
-}
-
-/// A single name as a client may use it.
-pub(crate) fn check_name(name: &str) -> io::Result<()> {
-    if name.len() > 255 {
-        return Err(err(libc::ENAMETOOLONG));
-    }
-    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
-        return Err(err(libc::EINVAL));
-    }
-    Ok(())
-}
-
-/// A relative path as a client may send it: `a/b/c`, no `.`/`..`/empty parts,
-/// nothing under the hidden `.imca`. Of any length: a tree has no depth
-/// limit (the transport's frame limit bounds what one request carries).
-pub(crate) fn check_path(path: &str) -> io::Result<()> {
-    if path.is_empty() {
-        return Ok(());
-    }
-    for (i, c) in path.split('/').enumerate() {
-        check_name(c)?;
-        if i == 0 && c == META_DIR {
-            return Err(err(libc::ENOENT));
-        }
-    }
-    Ok(())
-}
-
-/// A name that may be created or renamed to inside `dir`.
-pub(crate) fn check_new_name(dir: &Obj, name: &str) -> io::Result<()> {
-    check_name(name)?;
-    if dir.fid == FileId::ROOT && name == META_DIR {
-        return Err(err(libc::EPERM));
-    }
-    Ok(())
 }
 
 impl Posix {

@@ -1,8 +1,9 @@
 //! Namespace operations (synchronous; run on the blocking pool).
 
 use super::sys::{self, err, raw};
-use super::dirs::Place;
-use super::{check_name, check_new_name, kind_of, Obj, Posix};
+use super::places::Place;
+use super::{kind_of, Obj, Posix};
+use xlator::names::{check_name, check_new_name};
 use std::io;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -68,7 +69,7 @@ impl Posix {
 
     pub fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> io::Result<Attr> {
         let dir = self.resolve_dir(parent)?;
-        check_new_name(&dir, &new.name)?;
+        check_new_name(dir.fid, &new.name)?;
         let fmt = mode & libc::S_IFMT;
         if !matches!(fmt, libc::S_IFIFO | libc::S_IFSOCK | libc::S_IFCHR | libc::S_IFBLK | libc::S_IFREG | 0) {
             return Err(err(libc::EINVAL));
@@ -84,7 +85,7 @@ impl Posix {
 
     pub fn mkdir(&self, parent: &Loc, new: &NewFile) -> io::Result<Attr> {
         let dir = self.resolve_dir(parent)?;
-        check_new_name(&dir, &new.name)?;
+        check_new_name(dir.fid, &new.name)?;
         let _name = self.lock_name(&dir, &new.name);
         let _id = self.lock_id(new.fid);
         self.check_new_fid(new.fid)?;
@@ -100,7 +101,7 @@ impl Posix {
 
     pub fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> io::Result<Attr> {
         let dir = self.resolve_dir(parent)?;
-        check_new_name(&dir, &new.name)?;
+        check_new_name(dir.fid, &new.name)?;
         let exclusive = new.exclusive || flags & libc::O_EXCL != 0;
         let _name = self.lock_name(&dir, &new.name);
         let _id = self.lock_id(new.fid);
@@ -152,7 +153,7 @@ impl Posix {
 
     pub fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> io::Result<Attr> {
         let dir = self.resolve_dir(parent)?;
-        check_new_name(&dir, &new.name)?;
+        check_new_name(dir.fid, &new.name)?;
         if target.is_empty() {
             return Err(err(libc::ENOENT));
         }
@@ -219,7 +220,7 @@ impl Posix {
             return Err(err(libc::EPERM));
         }
         let dir = self.resolve_dir(newparent)?;
-        check_new_name(&dir, newname)?;
+        check_new_name(dir.fid, newname)?;
         sys::link_fd(raw(&o.fd), raw(&dir.fd), newname)?;
         self.restat(&mut o)
     }
@@ -283,7 +284,7 @@ impl Posix {
         check_name(name)?;
         let from = self.resolve_dir(parent)?;
         let to = self.resolve_dir(newparent)?;
-        check_new_name(&to, newname)?;
+        check_new_name(to.fid, newname)?;
         let src = self.child(&from, name)?;
         let dst = match self.child(&to, newname) {
             Ok(o) => Some(o),

@@ -3,7 +3,8 @@
 
 use super::cm::{resolve, CmId, EventChannel, RawAddr};
 use super::conn::{Conn, Holder, PendingCall, Role};
-use super::device::{check, exposed_access, Domain};
+use super::device::check;
+use super::domain::{exposed_access, Domain};
 use super::proto::{self, Header, Hello, Region, HEADER_LEN, MAX_PART};
 use super::{Counters, RdmaOptions, RdmaStats};
 use crate::{Message, RpcClient, TransportError};

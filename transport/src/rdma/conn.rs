@@ -17,7 +17,7 @@
 //! A cancelled call therefore never frees memory the peer can still reach.
 
 use super::cm::{CmEvent, CmId, EventChannel};
-use super::device::Domain;
+use super::domain::Domain;
 use super::mrcache::CachedMr;
 use super::pool::PoolBuf;
 use super::proto::{self, Agreed, Header, Region, HEADER_LEN};

@@ -1,17 +1,15 @@
-//! One opened verbs device: its context, one protection domain, and the
-//! memory (pools, registration caches) every connection on it shares.
+//! One opened verbs device: its context, one protection domain, and memory
+//! registration. The pools and registration caches every connection on a
+//! device shares are its [`Domain`](super::domain::Domain) (`domain.rs`).
 //!
 //! We open our own context instead of borrowing rdma_cm's (`id->verbs`) so
 //! that pools and registrations outlive any one connection id; rdma_cm only
 //! addresses and connects, the queue pairs live on this context.
 
-use super::mrcache::MrCache;
-use super::pool::Pool;
 use rdma_sys::*;
-use std::collections::HashMap;
 use std::ffi::CStr;
 use std::io;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::Arc;
 
 pub(crate) struct Device {
     pub ctx: *mut ibv_context,
@@ -52,7 +50,7 @@ pub(crate) fn check(rc: i32, what: &str) -> io::Result<()> {
 }
 
 impl Device {
-    fn open(name: &str) -> io::Result<Device> {
+    pub(crate) fn open(name: &str) -> io::Result<Device> {
         unsafe {
             let mut n = 0;
             let list = ibv_get_device_list(&mut n);
@@ -125,58 +123,6 @@ impl Drop for Mr {
         unsafe {
             ibv_dereg_mr(self.mr);
         }
-    }
-}
-
-/// Access for memory only this process's HCA touches (receives, Read targets,
-/// Send and Write sources). Servers register nothing else.
-pub(crate) fn local_access() -> ibv_access_flags {
-    ibv_access_flags::IBV_ACCESS_LOCAL_WRITE
-}
-
-/// Access for client buffers a server writes reply bulk into or reads request bulk from.
-pub(crate) fn exposed_access() -> ibv_access_flags {
-    ibv_access_flags::IBV_ACCESS_LOCAL_WRITE
-        | ibv_access_flags::IBV_ACCESS_REMOTE_WRITE
-        | ibv_access_flags::IBV_ACCESS_REMOTE_READ
-}
-
-/// Everything connections on one device share.
-pub(crate) struct Domain {
-    pub dev: Arc<Device>,
-    /// Send and receive buffers, server-side Read targets: one MR per slab, lkey only.
-    pub local: Arc<Pool>,
-    /// Client buffers advertised to a server: one MR per buffer, so an rkey
-    /// reaches exactly that buffer and nothing next to it.
-    pub exposed: Arc<Pool>,
-    /// Large request bulks a client lets the server read (REMOTE_READ only).
-    pub read_cache: MrCache,
-    /// Large reply bulks a server writes from (no remote access at all).
-    pub local_cache: MrCache,
-}
-
-impl Domain {
-    /// The shared domain of the device behind an rdma_cm id's verbs context.
-    pub(crate) fn for_verbs(verbs: *mut ibv_context, cache_bytes: usize) -> io::Result<Arc<Domain>> {
-        if verbs.is_null() {
-            return Err(io::Error::new(io::ErrorKind::NotFound, "rdma_cm id is not bound to a device"));
-        }
-        let name = unsafe { CStr::from_ptr(ibv_get_device_name((*verbs).device)).to_string_lossy().into_owned() };
-        static DOMAINS: OnceLock<Mutex<HashMap<String, Weak<Domain>>>> = OnceLock::new();
-        let mut map = DOMAINS.get_or_init(Default::default).lock().unwrap();
-        if let Some(d) = map.get(&name).and_then(Weak::upgrade) {
-            return Ok(d);
-        }
-        let dev = Arc::new(Device::open(&name)?);
-        let d = Arc::new(Domain {
-            local: Pool::new(dev.clone(), local_access(), false),
-            exposed: Pool::new(dev.clone(), exposed_access(), true),
-            read_cache: MrCache::new(dev.clone(), ibv_access_flags::IBV_ACCESS_REMOTE_READ, cache_bytes),
-            local_cache: MrCache::new(dev.clone(), ibv_access_flags(0), cache_bytes),
-            dev,
-        });
-        map.insert(name, Arc::downgrade(&d));
-        Ok(d)
     }
 }
 

@@ -45,6 +45,7 @@ mod client;
 mod cm;
 mod conn;
 mod device;
+mod domain;
 mod mrcache;
 mod pool;
 mod proto;

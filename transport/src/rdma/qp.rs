@@ -4,7 +4,8 @@
 //! timeout and retry counts explicitly).
 
 use super::cm::{set_nonblocking, CmId};
-use super::device::{check, last_err, Domain};
+use super::device::{check, last_err};
+use super::domain::Domain;
 use super::RdmaOptions;
 use rdma_sys::*;
 use std::io;

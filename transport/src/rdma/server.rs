@@ -4,7 +4,8 @@
 
 use super::cm::{peer_addr, resolve, CmEvent, CmId, EventChannel, RawAddr};
 use super::conn::{Conn, Holder, OnRequest, PendingAuth, Role};
-use super::device::{check, Domain};
+use super::device::check;
+use super::domain::Domain;
 use super::proto::{self, Header, Hello, Region, HEADER_LEN, MAX_PART};
 use super::{Counters, RdmaOptions, RdmaStats};
 use crate::{Message, RpcService, TransportError};

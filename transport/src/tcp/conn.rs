@@ -14,7 +14,7 @@
 use super::activity::{Activity, Progress};
 use super::budget::{Budget, Reservation};
 use super::frame::{self, FrameReader, Hello, ReadEnd};
-use super::server::Shared;
+use super::shared::Shared;
 use super::stats::Close;
 use super::HEADER_LEN;
 use crate::Message;

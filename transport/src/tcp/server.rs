@@ -17,160 +17,27 @@
 //! reading its replies) — which also gives back the memory they held.
 
 use super::activity::Activity;
-use super::budget::Pool;
 use super::conn::{self, Established};
 use super::frame::{Hello, STATUS_BUSY, STATUS_OK, STATUS_TLS_REQUIRED};
-use super::tls::Stream;
 use super::handshake;
-use super::stats::{Close, ServerStats};
+use super::server_options::ServerOptions;
+use super::shared::Shared;
+use super::stats::Close;
+use super::tls::Stream;
 use super::*;
 use crate::log_gate::LogGate;
 use crate::RpcService;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{watch, OwnedSemaphorePermit};
 use tokio::task::{AbortHandle, JoinSet};
 use tokio::time::Instant;
-
-#[derive(Clone, Debug)]
-pub struct ServerOptions {
-    /// Established connections served at once. Sockets still on their
-    /// hello do not count (see `max_handshakes`).
-    pub max_connections: usize,
-    /// Sockets working on their hello at once; when full, the oldest is
-    /// closed to make room.
-    pub max_handshakes: usize,
-    /// Largest request frame (head + bulk) accepted, announced in the
-    /// hello; a bigger one drops the connection.
-    pub max_frame: usize,
-    /// Requests of one connection received and not yet answered (the
-    /// reply written) at once.
-    pub max_in_flight: usize,
-    /// A socket that does not complete the hello within this is closed.
-    pub handshake_timeout: Duration,
-    /// A connection with nothing in flight that sends nothing for this long
-    /// is closed, and so is one whose frame or replies stop moving for this
-    /// long. `None`: never (and no stall detection either).
-    pub idle_timeout: Option<Duration>,
-    /// When every connection slot is taken, a connection with nothing in
-    /// flight that has been quiet at least this long may be closed to let a
-    /// new client in.
-    pub evict_after: Duration,
-    /// Bytes one connection may hold: request frames being received or
-    /// served, replies not yet written.
-    pub conn_memory: usize,
-    /// Bytes all connections may hold together.
-    pub memory: usize,
-    /// Counters; keep a clone to read them.
-    pub stats: Arc<ServerStats>,
-    /// The volume's handshake key: clients must prove they hold it before
-    /// any operation (`crate::auth`). `None` serves anyone (`--insecure`).
-    pub auth: Option<secret::Key>,
-    /// TLS under the hello (`tls.rs`); `None`: plain TCP.
-    pub tls: Option<super::tls::ServerTls>,
-    /// Client networks allowed to connect (GlusterFS `auth.allow`); a
-    /// connection from elsewhere is closed at once. Empty: any.
-    pub allow: Vec<super::Cidr>,
-}
-
-impl Default for ServerOptions {
-    fn default() -> Self {
-        ServerOptions {
-            max_connections: DEFAULT_MAX_CONNECTIONS,
-            max_handshakes: DEFAULT_MAX_HANDSHAKES,
-            max_frame: DEFAULT_MAX_FRAME,
-            max_in_flight: 256,
-            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
-            idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
-            evict_after: Duration::from_secs(1),
-            conn_memory: DEFAULT_CONN_MEMORY,
-            memory: DEFAULT_SERVER_MEMORY,
-            stats: Arc::default(),
-            auth: None,
-            tls: None,
-            allow: Vec::new(),
-        }
-    }
-}
-
-/// How long a newcomer waits for a slot when all are taken: for the one of
-/// the connection it evicted, or for one to become evictable or free.
-const SLOT_WAIT: Duration = Duration::from_secs(2);
-
-/// What every task of one server shares.
-pub(super) struct Shared {
-    pub opts: ServerOptions,
-    pub svc: Arc<dyn RpcService>,
-    pub pool: Arc<Pool>,
-    slots: Arc<Semaphore>,
-    conns: Mutex<HashMap<u64, Arc<Activity>>>,
-    next_conn: AtomicU64,
-}
-
-impl Shared {
-    pub fn stats(&self) -> &ServerStats {
-        &self.opts.stats
-    }
-
-    /// List an established connection (for the sweeper and eviction) until
-    /// the guard drops.
-    pub fn register(self: &Arc<Self>, act: Arc<Activity>) -> Registered {
-        let id = self.next_conn.fetch_add(1, Relaxed);
-        self.conns.lock().unwrap().insert(id, act);
-        self.stats().connections.fetch_add(1, Relaxed);
-        Registered(self.clone(), id)
-    }
-
-    /// A connection slot: a free one, or the one of the longest-quiet idle
-    /// connection, which is closed for it (trying again while connections
-    /// age into evictability), or one that frees up meanwhile. `None`
-    /// after [`SLOT_WAIT`]: every slot is busy.
-    async fn take_slot(&self) -> Option<OwnedSemaphorePermit> {
-        let deadline = Instant::now() + SLOT_WAIT;
-        loop {
-            if let Ok(p) = self.slots.clone().try_acquire_owned() {
-                return Some(p);
-            }
-            self.evict_one();
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return None;
-            }
-            let wait = left.min(self.opts.evict_after / 2).max(Duration::from_millis(10));
-            if let Ok(p) = tokio::time::timeout(wait, self.slots.clone().acquire_owned()).await {
-                return Some(p.expect("slots are never closed"));
-            }
-        }
-    }
-
-    fn evict_one(&self) -> Option<()> {
-        // (one victim per newcomer and round: `close` is first-wins, and a
-        // victim already closing is not picked again)
-        let now = Instant::now();
-        let conns = self.conns.lock().unwrap();
-        let quiet = |a: &Arc<Activity>| a.quiet(now);
-        let victim = conns
-            .values()
-            .filter(|a| a.closing().is_none() && a.is_idle() && quiet(a) >= self.opts.evict_after)
-            .max_by_key(|a| quiet(a))?;
-        victim.close(Close::Evicted).then_some(())
-    }
-}
-
-pub(super) struct Registered(Arc<Shared>, u64);
-
-impl Drop for Registered {
-    fn drop(&mut self) {
-        self.0.conns.lock().unwrap().remove(&self.1);
-        self.0.stats().connections.fetch_sub(1, Relaxed);
-    }
-}
 
 /// Serve `service` on `listener` until `shutdown` completes; then stop
 /// accepting, stop reading new requests, and let in-flight ones finish.
@@ -180,14 +47,7 @@ pub async fn serve(
     opts: ServerOptions,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let shared = Arc::new(Shared {
-        pool: Pool::new(opts.memory, opts.stats.clone()),
-        slots: Arc::new(Semaphore::new(opts.max_connections.max(1))),
-        conns: Mutex::default(),
-        next_conn: AtomicU64::new(0),
-        svc: service,
-        opts,
-    });
+    let shared = Shared::new(service, opts);
     let sweeper = shared.opts.idle_timeout.map(|t| tokio::spawn(sweep(shared.clone(), t)));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut handshakes = JoinSet::new();

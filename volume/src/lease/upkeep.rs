@@ -9,7 +9,7 @@
 //! may take as long as it likes; the renewal never waits for it.
 
 use crate::fence::Fencer;
-use crate::lease::{lease_of, publish, Shared};
+use super::{lease_of, publish, Shared};
 use crate::rollout::{self, VolumeServers};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -40,12 +40,11 @@
 //! looked at themselves).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use super::{live, Store};
+use crate::item::read_lately;
 use crate::key::Key;
-use crate::node::Node;
-use crate::store::{live, read_lately, Store};
 
 /// How far past the oldest tail (in store ticks: one per store) a sweep
 /// looks: the next evictions, about this many. Large enough that stores
@@ -61,7 +60,7 @@ pub const WAKE_EVERY: u64 = WINDOW / 4;
 pub const NEAR: usize = 16;
 
 /// How long the maintainer sleeps when no store woke it.
-const IDLE: Duration = Duration::from_millis(100);
+pub(crate) const IDLE: Duration = Duration::from_millis(100);
 
 /// What stores and the maintainer did at the LRU tails.
 #[derive(Default)]
@@ -167,28 +166,6 @@ impl Store {
             if let Some(t) = self.maintainer.get() {
                 t.unpark();
             }
-        }
-    }
-}
-
-/// Starts the node's LRU maintainer thread. It holds the node weakly and
-/// ends within [`IDLE`] of the node's end.
-pub fn spawn(node: &Arc<Node>) -> std::io::Result<()> {
-    let weak = Arc::downgrade(node);
-    let t = std::thread::Builder::new().name("lru-maintainer".into()).spawn(move || run(weak))?;
-    let _ = node.store.maintainer.set(t.thread().clone());
-    Ok(())
-}
-
-fn run(node: Weak<Node>) {
-    loop {
-        let Some(n) = node.upgrade() else { return };
-        let sweep = n.store.maintain();
-        drop(n);
-        // Items moved: the region moved on; sweep it again right away
-        // (until it is clean). Otherwise wait for stores to use it up.
-        if sweep.moved == 0 {
-            std::thread::park_timeout(IDLE);
         }
     }
 }

@@ -42,7 +42,8 @@
 
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
-use crate::store::Store;
+use super::Store;
+use crate::cache_line::prefetch;
 use crate::table::Table;
 
 /// Keys warmed together: their lines (4 each) stay well within L1.
@@ -65,20 +66,6 @@ impl Hint {
             self.slots.store(p.cast_mut(), Ordering::Relaxed);
         }
     }
-}
-
-/// Starts loading the cache line at `p` into all cache levels. Any
-/// address is fine: a prefetch does not fault and changes nothing.
-#[inline(always)]
-pub(crate) fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `prefetcht0` reads nothing architecturally; SSE is baseline on x86_64.
-    #[allow(unused_unsafe)]
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 impl Store {

@@ -1,17 +1,47 @@
-//! A file's attributes after a write, from its attributes before and the
-//! write's reply, without asking every server again.
+//! THE stripe attribute merge, in one place: a striped file's attributes
+//! are its copies' merged. Size is the largest copy's (copies are sparse),
+//! blocks add up, times are the latest; identity and permissions are server
+//! 0's. Stripe merges every server's answer with it ([`Attr::merge_copy`]);
+//! after a write, [`WriteReply::attr_after`] redoes it from the attributes
+//! before and the write's reply, without asking every server again.
 //!
-//! A striped file's attributes are its copies' merged (stripe's `merge`):
-//! size the largest, blocks the sum, times the latest, the rest from server
-//! 0. A write changes only the copies it reaches, and on them only size,
+//! A write changes only the copies it reaches, and on them only size,
 //! blocks and times (a server without CAP_FSETID drops set-id bits too: a
-//! reply whose permissions differ from those before gives nothing). The reply carries what those copies were after
-//! and their blocks before, so the merge can be redone from the attributes
-//! before: size and times as the larger, blocks moved by what the write
-//! added. The gateway uses it to keep the attributes it answered with
-//! across its own writes (`coherence::memo`).
+//! reply whose permissions differ from those before gives nothing). The
+//! reply carries what those copies were after and their blocks before, so
+//! the merge can be redone from the attributes before: size and times as
+//! the larger, blocks moved by what the write added. The gateway uses it to
+//! keep the attributes it answered with across its own writes (`coherence::memo`).
 
 use crate::{Attr, WriteReply};
+
+impl Attr {
+    /// Folds one more copy into the merged attributes (`self`, which began
+    /// as server 0's): size the larger, blocks added up, times the latest.
+    pub fn merge_copy(&mut self, copy: &Attr) {
+        self.blocks += copy.blocks;
+        self.merge_size_and_times(copy);
+    }
+
+    /// Size the larger of the two, times the latest: what the merge takes
+    /// from a copy besides its blocks (for a caller that counts blocks its
+    /// own way, as a write's do).
+    pub fn merge_size_and_times(&mut self, copy: &Attr) {
+        self.size = self.size.max(copy.size);
+        self.atime = self.atime.max(copy.atime);
+        self.mtime = self.mtime.max(copy.mtime);
+        self.ctime = self.ctime.max(copy.ctime);
+    }
+
+    /// Whether `other` is this object with only what a write changes
+    /// (size, blocks, times) possibly different: same id, kind,
+    /// permissions and owner. A write's reply that disagrees on these says
+    /// that something else changed the file meanwhile.
+    pub fn same_but_written(&self, other: &Attr) -> bool {
+        let kept = |a: &Attr| (a.fid, a.kind, a.perm, a.uid, a.gid);
+        kept(self) == kept(other)
+    }
+}
 
 impl WriteReply {
     /// The attributes after this write of a file whose attributes (merged
@@ -20,20 +50,14 @@ impl WriteReply {
     /// does (another change came in between: `before` no longer holds).
     pub fn attr_after(&self, before: &Attr) -> Option<Attr> {
         let (after, blocks_before) = (self.attr.as_ref()?, self.blocks_before?);
-        let same = |a: &Attr| (a.fid, a.kind, a.perm, a.uid, a.gid);
-        if same(after) != same(before) {
+        if !before.same_but_written(after) {
             return None;
         }
         let added = i128::from(after.blocks) - i128::from(blocks_before);
         let blocks = u64::try_from(i128::from(before.blocks) + added).ok()?;
-        Some(Attr {
-            size: before.size.max(after.size),
-            blocks,
-            atime: before.atime.max(after.atime),
-            mtime: before.mtime.max(after.mtime),
-            ctime: before.ctime.max(after.ctime),
-            ..before.clone()
-        })
+        let mut merged = Attr { blocks, ..before.clone() };
+        merged.merge_size_and_times(after);
+        Some(merged)
     }
 }
 
@@ -76,6 +100,15 @@ mod tests {
         // An overwrite allocating nothing moves only the times.
         let a = reply(attr(40, 8, 6), 8).attr_after(&before).unwrap();
         assert_eq!(a, Attr { mtime: Timestamp { secs: 6, nsecs: 0 }, ctime: Timestamp { secs: 6, nsecs: 0 }, ..before });
+    }
+
+    #[test]
+    fn copies_merge_to_size_max_blocks_sum_times_latest() {
+        let mut m = attr(10, 8, 5);
+        for copy in [attr(300, 16, 9), attr(0, 0, 1)] {
+            m.merge_copy(&copy);
+        }
+        assert_eq!((m.size, m.blocks, m.mtime.secs, m.uid), (300, 24, 9, 1000));
     }
 
     #[test]
