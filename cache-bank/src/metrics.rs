@@ -6,7 +6,7 @@
 //! the same series. `BankMetrics::default()` counts without exporting
 //! (tools, tests).
 
-use daemon::series;
+use metric_series as series;
 use prometheus::{HistogramVec, IntCounterVec, IntGaugeVec, Registry};
 
 #[derive(Clone, Debug)]

@@ -7,7 +7,7 @@
 //! cost nothing per request except the latency histogram, which sessions
 //! also buffer locally.
 
-use daemon::series;
+use metric_series as series;
 use prometheus::{Histogram, IntCounter, IntCounterVec, IntGauge, Registry};
 
 use crate::stats::{Stats, C};

@@ -28,9 +28,6 @@
 //! - [`serve_metrics`] / [`spawn_metrics`]: `GET /metrics` in Prometheus'
 //!   text format from one `prometheus::Registry`, with a refresh hook run
 //!   before each scrape (for gauges read from elsewhere, like open fds).
-//! - [`series`]: declaring a crate's metrics (one call per series, one to
-//!   register them all, an op's count and latency together); every crate's
-//!   `metrics.rs` uses it.
 //! - [`peer`] / [`crowd`]: who is at the other end of a TCP connection (a
 //!   local uid, or a remote IP), and per-peer connection caps that shed
 //!   connections not yet proven (no request head, no login) before refusing
@@ -49,7 +46,6 @@ pub mod crowd;
 mod metrics;
 pub mod peer;
 mod ready;
-pub mod series;
 mod shutdown;
 mod signals;
 

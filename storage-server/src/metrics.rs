@@ -3,7 +3,7 @@
 //! (`imca_storage_ops_total`, `imca_storage_op_duration_seconds`), SMCache
 //! (`imca_storage_cache_ops_total`) and the bank client (`imca_bank_*`).
 
-use daemon::series;
+use metric_series as series;
 use prometheus::{IntCounterVec, IntGauge, Registry};
 use transport::tcp::{Close, ServerStats};
 

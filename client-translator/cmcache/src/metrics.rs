@@ -1,7 +1,7 @@
 //! CMCache's metrics: which operations the bank answered. Registered in the
 //! gateway's registry (one CMCache per gateway).
 
-use daemon::series;
+use metric_series as series;
 use prometheus::{IntCounterVec, Registry};
 
 #[derive(Clone, Debug)]

@@ -1,7 +1,7 @@
 //! io-stats' metrics, registered in the gateway's registry (one io-stats
 //! per gateway, so one set of series per registry).
 
-use daemon::series::{exponential_buckets, OpSeries};
+use metric_series::{exponential_buckets, OpSeries};
 use prometheus::Registry;
 
 /// `imca_gateway_ops_total{op,result}` and `imca_gateway_op_duration_seconds{op}`.

@@ -4,7 +4,7 @@
 //! Made before the clients connect (a gateway builds its registry later),
 //! registered by whoever owns the registry with [`HealthMetrics::register`].
 
-use daemon::series;
+use metric_series as series;
 
 /// `imca_gateway_storage_server_up{server}` and
 /// `imca_gateway_storage_fast_failed_total{server}`. Cheap to clone.

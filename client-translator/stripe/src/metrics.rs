@@ -2,7 +2,7 @@
 //! gateway). They exist unregistered until [`crate::Stripe::register_metrics`]
 //! (in-process tests never register them).
 
-use daemon::series;
+use metric_series as series;
 use prometheus::{IntCounter, IntCounterVec, IntGauge, Registry};
 
 #[derive(Clone)]

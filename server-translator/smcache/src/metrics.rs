@@ -1,7 +1,8 @@
 //! SMCache's metrics: what it asked of the bank, and how that went.
 //! Registered in the storage server's registry (one SMCache per server).
 
-use prometheus::{IntCounterVec, Opts, Registry};
+use metric_series as series;
+use prometheus::{IntCounterVec, Registry};
 
 #[derive(Clone, Debug)]
 pub struct Metrics {
@@ -18,13 +19,10 @@ pub struct Metrics {
 
 impl Metrics {
     pub fn register(registry: &Registry) -> Metrics {
-        let cache_ops = IntCounterVec::new(
-            Opts::new("imca_storage_cache_ops_total", "SMCache's work on the cache bank, by op and result"),
-            &["op", "result"],
-        )
-        .expect("valid metric");
+        let cache_ops =
+            series::counter_vec("imca_storage_cache_ops_total", "SMCache's work on the cache bank, by op and result", &["op", "result"]);
         // Registration fails only for a duplicate name: one SMCache per registry.
-        let _ = registry.register(Box::new(cache_ops.clone()));
+        let _ = series::register(registry, &[&cache_ops]);
         Metrics { cache_ops }
     }
 

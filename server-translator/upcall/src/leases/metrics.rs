@@ -1,6 +1,7 @@
 //! The lease table's metrics (names unchanged since it lived in protocol-server).
 
-use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry};
+use metric_series as series;
+use prometheus::{Histogram, IntCounterVec, IntGauge, Registry};
 
 pub(super) struct Metrics {
     /// `imca_storage_callbacks_total{outcome}`: acked | expired (the
@@ -16,26 +17,21 @@ pub(super) struct Metrics {
 
 impl Metrics {
     pub(super) fn register(registry: &Registry) -> Metrics {
-        let waits = IntCounterVec::new(
-            Opts::new(
-                "imca_storage_callbacks_total",
-                "Invalidation callbacks to gateways, by how the wait ended (not_held: queued for a gateway that holds none of what they name, not waited for)",
-            ),
+        let waits = series::counter_vec(
+            "imca_storage_callbacks_total",
+            "Invalidation callbacks to gateways, by how the wait ended (not_held: queued for a gateway that holds none of what they name, not waited for)",
             &["outcome"],
-        )
-        .expect("valid metric");
-        let wait = Histogram::with_opts(
-            HistogramOpts::new("imca_storage_callback_wait_seconds", "Time a mutation waited for other gateways' callbacks")
-                .buckets(prometheus::exponential_buckets(10e-6, 2.0, 20).expect("valid buckets")),
-        )
-        .expect("valid metric");
-        let sessions = IntGauge::new("imca_storage_kernel_cache_sessions", "Gateway sessions known to this server").expect("valid metric");
-        let holds = IntGauge::new("imca_storage_kernel_cache_holds", "Inodes gateways told this server their kernels may cache (the leases held)")
-            .expect("valid metric");
-        let _ = registry.register(Box::new(waits.clone()));
-        let _ = registry.register(Box::new(wait.clone()));
-        let _ = registry.register(Box::new(sessions.clone()));
-        let _ = registry.register(Box::new(holds.clone()));
+        );
+        let wait = series::histogram(
+            "imca_storage_callback_wait_seconds",
+            "Time a mutation waited for other gateways' callbacks",
+            series::exponential_buckets(10e-6, 2.0, 20),
+        );
+        let sessions = series::gauge("imca_storage_kernel_cache_sessions", "Gateway sessions known to this server");
+        let holds =
+            series::gauge("imca_storage_kernel_cache_holds", "Inodes gateways told this server their kernels may cache (the leases held)");
+        // Registration fails only for a duplicate name: one lease table per registry.
+        let _ = series::register(registry, &[&waits, &wait, &sessions, &holds]);
         Metrics { waits, wait, sessions, holds }
     }
 }

@@ -1,5 +1,7 @@
-//! Declaring metrics: every crate's `metrics.rs` makes its series here, so
-//! a series is one call with its name, help and labels (and buckets), and
+//! # metric-series — declaring metrics, for every crate's `metrics.rs`
+//!
+//! Every crate's `metrics.rs` makes its series here, so a series is one
+//! call with its name, help and labels (and buckets), and
 //! registering a crate's set in the daemon's registry is one call too.
 //!
 //! ```text
@@ -110,7 +112,7 @@ mod tests {
         assert!(register(&r, &[&up]).is_err(), "a name registered twice");
         ops.observe("read", "ok", Duration::from_micros(2));
         up.set(1);
-        let text = crate::render(&r);
+        let text = prometheus::TextEncoder::new().encode_to_string(&r.gather()).unwrap();
         assert!(text.contains("imca_t_ops_total{op=\"read\",result=\"ok\"} 1"), "{text}");
         assert!(text.contains("imca_t_op_duration_seconds_bucket{op=\"read\",le=\"0.000004\"} 1"), "{text}");
         assert!(text.contains("# HELP imca_t_up up\n# TYPE imca_t_up gauge\nimca_t_up 1"), "{text}");
