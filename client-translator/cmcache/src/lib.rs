@@ -1,7 +1,7 @@
 //! # cmcache — CMCache, the gateway's half of IMCa
 //!
 //! ```text
-//!  FUSE -> io-stats -> CMCache -> stripe -> protocol-client × S
+//!  FUSE bridge -> coherence -> io-stats -> CMCache -> stripe -> protocol-client × S
 //!                        │ get / claim+cas
 //!                        v
 //!                  cache bank (imca cache-node | memcached) × M
@@ -21,7 +21,7 @@
 //!   the servers (`names`: no inode opened), entries and stats from the bank
 //!   (module `listing`).
 //! - **the first getattr of a directory after a change through this
-//!   gateway** is asked of the storage servers directly (module `changing`:
+//!   gateway** is asked of the storage servers directly (module `dirs_changed_here`:
 //!   the change deleted it from the bank).
 //! - everything else is forwarded: writes are persistent, and the storage
 //!   servers (SMCache) fix the bank before they acknowledge.
@@ -33,7 +33,7 @@
 //! so an answer read before a mutation never lands after it. Any bank error
 //! or timeout is a miss; the config comes under a lease (`None` = bypass).
 
-mod changing;
+mod dirs_changed_here;
 mod created;
 mod listing;
 pub mod metrics;

@@ -1,6 +1,6 @@
 //! The CMCache translator: docs/design.md §4 (stat, read, write and the other mutations), gateway side.
 
-use crate::changing::Changing;
+use crate::dirs_changed_here::DirsChangedHere;
 use crate::metrics;
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
@@ -33,7 +33,7 @@ pub struct CmCache {
     /// and no single server could keep it fresh)
     stripe_unit: Option<u64>,
     /// directories changed through here lately: their stat skips the bank
-    changing: Changing,
+    changing: DirsChangedHere,
     pub(crate) metrics: metrics::Metrics,
 }
 
@@ -54,7 +54,7 @@ impl CmCache {
             hints: Mutex::new(HashMap::new()),
             timeout: None,
             stripe_unit: None,
-            changing: Changing::default(),
+            changing: DirsChangedHere::default(),
             metrics: metrics::Metrics::register(registry),
         }
     }

@@ -1,7 +1,7 @@
 //! # protocol-client — the gateway's leaf translator for one storage server
 //!
 //! ```text
-//!  gateway: io-stats -> CMCache -> stripe -> protocol-client (one per server)
+//!  gateway: coherence -> io-stats -> CMCache -> stripe -> protocol-client (one per server)
 //!                                            ══ RpcClient (TCP now, RDMA later) ══> protocol-server
 //! ```
 //!

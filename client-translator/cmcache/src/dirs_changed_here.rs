@@ -27,11 +27,11 @@ pub const RECENT: Duration = Duration::from_secs(1);
 const MAX_DIRS: usize = 4096;
 
 #[derive(Default)]
-pub struct Changing {
+pub struct DirsChangedHere {
     dirs: Mutex<HashMap<FileId, Instant>>,
 }
 
-impl Changing {
+impl DirsChangedHere {
     /// A name in `dir` is being added, removed or renamed through here.
     pub fn touched(&self, dir: Option<FileId>) {
         let Some(dir) = dir else { return };
@@ -60,7 +60,7 @@ mod tests {
 
     #[test]
     fn a_touched_directory_is_taken_once_per_change_and_others_never() {
-        let c = Changing::default();
+        let c = DirsChangedHere::default();
         let (a, b) = (FileId(10), FileId(11));
         c.touched(Some(a));
         c.touched(None);
@@ -73,7 +73,7 @@ mod tests {
 
     #[test]
     fn the_table_stays_bounded() {
-        let c = Changing::default();
+        let c = DirsChangedHere::default();
         for i in 0..(3 * MAX_DIRS as u64) {
             c.touched(Some(FileId(u128::from(i))));
         }
