@@ -9,7 +9,7 @@
 //! ```text
 //!  gateway (imca mount)                          storage server (imca storage)
 //!  FUSE -> coherence -> io-stats -> CMCache -> stripe -> protocol-client ==wire==> protocol-server
-//!                                                                                -> SMCache -> posix
+//!                                                            -> locks -> gateway-opens -> upcall -> SMCache -> posix
 //! ```
 //!
 //! Files are named two ways at once: by a [`Loc`] path relative to the export
