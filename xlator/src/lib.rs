@@ -21,6 +21,7 @@
 
 mod around;
 pub mod lock_table;
+pub mod complete;
 mod error;
 pub mod fops;
 mod stateful;

@@ -207,7 +207,7 @@ impl Stripe {
 }
 
 #[async_trait]
-impl Translator for Stripe {
+impl xlator::complete::Complete for Stripe {
     fn name(&self) -> &str {
         "stripe"
     }
@@ -357,7 +357,7 @@ impl Translator for Stripe {
             size as usize
         } else {
             // Which servers hold bytes past this range is unknown: ask them all.
-            let attr = self.getattr(loc).await?;
+            let attr = Translator::getattr(self, loc).await?;
             (attr.size.saturating_sub(offset).min(u64::from(size)) as usize).max(data_end)
         };
         if pieces.len() == 1 && len <= got[0].len() {
@@ -399,6 +399,13 @@ impl Translator for Stripe {
     }
 
     /// Listings come from server 0 (as `readdir`'s).
+    /// Not offered above stripe: its own listing asks each server for its
+    /// copies (`merged_listing`), and a caller without it falls back to
+    /// getattr (ENOSYS is what such callers expect).
+    async fn getattrs(&self, _locs: &[Loc]) -> FsResult<Vec<Option<Attr>>> {
+        Err(FsError::ENOSYS)
+    }
+
     async fn names(&self, loc: &Loc, cookie: u64, max: u32) -> FsResult<Vec<DirName>> {
         self.first().names(loc, cookie, max).await
     }

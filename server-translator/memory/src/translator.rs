@@ -51,7 +51,7 @@ impl Memory {
 }
 
 #[async_trait]
-impl Translator for Memory {
+impl xlator::complete::Complete for Memory {
     fn name(&self) -> &str {
         "memory"
     }
@@ -146,6 +146,15 @@ impl Translator for Memory {
     async fn names(&self, loc: &Loc, cookie: u64, max: u32) -> FsResult<Vec<DirName>> {
         let listed = self.on(Fop::Names).readdir(loc, cookie, max, false)?;
         Ok(listed.into_iter().map(|e| DirName { name: e.name, next: e.next }).collect())
+    }
+
+    /// Locks are the `locks` server translator's, as over posix.
+    async fn getlk(&self, _loc: &Loc, _lock: &Lock) -> FsResult<Lock> {
+        Err(FsError::ENOSYS)
+    }
+
+    async fn setlk(&self, _loc: &Loc, _lock: &Lock, _wait: bool) -> FsResult<()> {
+        Err(FsError::ENOSYS)
     }
 
     async fn statfs(&self, _loc: &Loc) -> FsResult<StatFs> {

@@ -38,7 +38,7 @@ impl PosixTranslator {
 }
 
 #[async_trait]
-impl Translator for PosixTranslator {
+impl xlator::complete::Complete for PosixTranslator {
     fn name(&self) -> &str {
         "posix"
     }
@@ -164,6 +164,16 @@ impl Translator for PosixTranslator {
     async fn names(&self, loc: &Loc, cookie: u64, max: u32) -> FsResult<Vec<DirName>> {
         let l = loc.clone();
         self.run(move |x| x.names(&l, cookie, max)).await
+    }
+
+    /// Locks are answered above posix, by the `locks` server translator
+    /// (one lock table per server, per gateway session): none reach here.
+    async fn getlk(&self, _loc: &Loc, _lock: &Lock) -> FsResult<Lock> {
+        Err(FsError::ENOSYS)
+    }
+
+    async fn setlk(&self, _loc: &Loc, _lock: &Lock, _wait: bool) -> FsResult<()> {
+        Err(FsError::ENOSYS)
     }
 
     async fn statfs(&self, _loc: &Loc) -> FsResult<StatFs> {
