@@ -123,7 +123,7 @@ struct ConfigGauges([prometheus::IntGauge; 3]);
 impl ConfigGauges {
     fn register(registry: &prometheus::Registry) -> ConfigGauges {
         let gauge = |name: &str, help: &str| {
-            let g = prometheus::IntGauge::new(name, help).expect("valid metric");
+            let g = metric_series::gauge(name, help);
             // Fails only for a duplicate name: one lease per gateway registry.
             let _ = registry.register(Box::new(g.clone()));
             g
@@ -160,10 +160,8 @@ struct BypassMetrics {
 impl BypassMetrics {
     fn register(registry: &prometheus::Registry) -> BypassMetrics {
         let m = BypassMetrics {
-            now: prometheus::IntGauge::new("imca_gateway_bank_bypassed", "1 while this gateway bypasses the bank (its config lease ran out)")
-                .expect("valid metric"),
-            episodes: prometheus::IntCounter::new("imca_gateway_bank_bypass_episodes_total", "Times this gateway's config lease ran out and it bypassed the bank")
-                .expect("valid metric"),
+            now: metric_series::gauge("imca_gateway_bank_bypassed", "1 while this gateway bypasses the bank (its config lease ran out)"),
+            episodes: metric_series::counter("imca_gateway_bank_bypass_episodes_total", "Times this gateway's config lease ran out and it bypassed the bank"),
             seconds: prometheus::Counter::new("imca_gateway_bank_bypassed_seconds_total", "Time this gateway bypassed the bank, counted as each episode ends")
                 .expect("valid metric"),
         };

@@ -10,7 +10,7 @@
 //! `imca_gateway_dir_attrs_ahead_total` (a directory's attributes fetched
 //! right after a name was added to it here, and remembered).
 
-use prometheus::{IntCounter, IntCounterVec, Opts, Registry};
+use prometheus::{IntCounter, IntCounterVec, Registry};
 
 pub struct AnsweredHere {
     pub lookup: IntCounter,
@@ -26,11 +26,7 @@ pub struct AnsweredHere {
 
 impl Default for AnsweredHere {
     fn default() -> AnsweredHere {
-        let answered = IntCounterVec::new(
-            Opts::new("imca_gateway_answered_here_total", "FUSE requests the gateway answered from what it remembers, by operation"),
-            &["op"],
-        )
-        .expect("valid metric");
+        let answered = metric_series::counter_vec("imca_gateway_answered_here_total", "FUSE requests the gateway answered from what it remembers, by operation", &["op"]);
         let op = |o: &str| answered.with_label_values(&[o]);
         AnsweredHere {
             lookup: op("lookup"),
@@ -39,13 +35,8 @@ impl Default for AnsweredHere {
             capability: op("capability"),
             selinux: op("selinux"),
             read: op("read"),
-            stat_ahead: IntCounter::new("imca_gateway_stat_ahead_entries_total", "Directory entries listed ahead of a walk's lookups")
-                .expect("valid metric"),
-            dir_ahead: IntCounter::new(
-                "imca_gateway_dir_attrs_ahead_total",
-                "Directories' attributes fetched right after a name was added through this gateway, and remembered",
-            )
-            .expect("valid metric"),
+            stat_ahead: metric_series::counter("imca_gateway_stat_ahead_entries_total", "Directory entries listed ahead of a walk's lookups"),
+            dir_ahead: metric_series::counter("imca_gateway_dir_attrs_ahead_total", "Directories' attributes fetched right after a name was added through this gateway, and remembered"),
             answered,
         }
     }

@@ -96,13 +96,8 @@ impl Holds {
             applied: (0..servers).map(|_| watch::Sender::new(0)).collect(),
             wake: Notify::new(),
             rounds: watch::Sender::new(0),
-            gauge: prometheus::IntGauge::new("imca_gateway_holds", "Inodes every storage server waits for this gateway on before acknowledging their change")
-                .expect("valid metric"),
-            outcomes: prometheus::IntCounterVec::new(
-                prometheus::Opts::new("imca_gateway_hold_rounds_total", "Rounds of holds asked of the storage servers, by outcome"),
-                &["outcome"],
-            )
-            .expect("valid metric"),
+            gauge: metric_series::gauge("imca_gateway_holds", "Inodes every storage server waits for this gateway on before acknowledging their change"),
+            outcomes: metric_series::counter_vec("imca_gateway_hold_rounds_total", "Rounds of holds asked of the storage servers, by outcome", &["outcome"]),
         }
     }
 

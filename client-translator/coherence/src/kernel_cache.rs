@@ -85,14 +85,7 @@ impl KernelCache {
             memo: Memo::default(),
             here: AnsweredHere::default(),
             holds: Arc::new(Holds::new(servers)),
-            callbacks: prometheus::IntCounterVec::new(
-                prometheus::Opts::new(
-                    "imca_gateway_callbacks_total",
-                    "Invalidations received from the storage servers, by whether this gateway's kernel may hold what they name",
-                ),
-                &["kernel"],
-            )
-            .expect("valid metric"),
+            callbacks: metric_series::counter_vec("imca_gateway_callbacks_total", "Invalidations received from the storage servers, by whether this gateway's kernel may hold what they name", &["kernel"]),
         }
     }
 

@@ -20,7 +20,7 @@
 //! the file's reclaim holds it exclusively. Guards are striped over files
 //! (a fixed number, no memory per file).
 
-use prometheus::{IntCounter, IntCounterVec, Opts, Registry};
+use prometheus::{IntCounter, IntCounterVec, Registry};
 use protocol_client::ProtocolClient;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -61,16 +61,8 @@ impl Granted {
             state: Mutex::default(),
             guards: (0..GUARDS).map(|_| RwLock::new(())).collect(),
             servers: servers.max(1),
-            lost_total: IntCounter::new(
-                "imca_gateway_locks_lost_total",
-                "Lock owners whose locks on a file a restarted storage server did not give back (their next lock call on it fails with EIO)",
-            )
-            .expect("valid metric"),
-            reclaims: IntCounterVec::new(
-                Opts::new("imca_gateway_lock_reclaims_total", "Locks asked back from restarted storage servers, by outcome (granted, lost)"),
-                &["outcome"],
-            )
-            .expect("valid metric"),
+            lost_total: metric_series::counter("imca_gateway_locks_lost_total", "Lock owners whose locks on a file a restarted storage server did not give back (their next lock call on it fails with EIO)"),
+            reclaims: metric_series::counter_vec("imca_gateway_lock_reclaims_total", "Locks asked back from restarted storage servers, by outcome (granted, lost)", &["outcome"]),
         }
     }
 

@@ -49,11 +49,7 @@ pub struct OpenTable {
 
 impl OpenTable {
     pub fn new(lease: Duration, registry: &prometheus::Registry) -> OpenTable {
-        let reclaimed = prometheus::IntCounter::new(
-            "imca_storage_opens_reclaimed_total",
-            "Opens released because their gateway's lease ran out",
-        )
-        .expect("valid metric");
+        let reclaimed = metric_series::counter("imca_storage_opens_reclaimed_total", "Opens released because their gateway's lease ran out");
         let _ = registry.register(Box::new(reclaimed.clone()));
         OpenTable { state: Mutex::default(), grace: lease * GRACE_LEASES, reclaimed }
     }

@@ -30,7 +30,7 @@ pub mod recovery;
 use xlator::lock_table as table;
 
 use upcall::Leases;
-use prometheus::{IntCounterVec, IntGauge, Opts, Registry};
+use prometheus::{IntCounterVec, IntGauge, Registry};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Mutex;
@@ -41,11 +41,11 @@ use tokio::time::Instant;
 use wire::NO_SESSION;
 use xlator::{FileId, FsError, FsResult, Loc, Lock, LockKind, LockType};
 
-/// LockTable on one file.
+/// Locks on one file.
 pub const MAX_PER_FILE: usize = 4096;
-/// LockTable one gateway holds on this server.
+/// Locks one gateway holds on this server.
 pub const MAX_PER_SESSION: usize = 65536;
-/// LockTable on this server.
+/// Locks on this server.
 pub const MAX_LOCKS: usize = 262_144;
 /// Blocking requests held at once.
 pub const MAX_WAITERS: usize = 4096;
@@ -92,28 +92,12 @@ struct Metrics {
 
 impl Metrics {
     fn register(registry: &Registry) -> Metrics {
-        let requests = IntCounterVec::new(
-            Opts::new("imca_storage_lock_requests_total", "Lock requests (getlk, setlk) by outcome"),
-            &["op", "outcome"],
-        )
-        .expect("valid metric");
-        let held = IntGauge::new("imca_storage_locks_held", "POSIX and flock locks held on this server").expect("valid metric");
-        let waiters = IntGauge::new("imca_storage_lock_waiters", "Blocking lock requests waiting on this server").expect("valid metric");
-        let reclaimed = prometheus::IntCounter::new(
-            "imca_storage_locks_reclaimed_total",
-            "LockTable dropped because their gateway's lease ran out",
-        )
-        .expect("valid metric");
-        let reclaims = IntCounterVec::new(
-            Opts::new(
-                "imca_storage_lock_reclaims_total",
-                "LockTable gateways asked back after this server restarted, by outcome (granted, held: it still was, late: after the grace, conflict, refused: the table was full)",
-            ),
-            &["outcome"],
-        )
-        .expect("valid metric");
-        let grace = IntGauge::new("imca_storage_lock_grace", "1 while the grace after a restart lasts (gateways reclaim their locks; no new lock is granted)")
-            .expect("valid metric");
+        let requests = metric_series::counter_vec("imca_storage_lock_requests_total", "Lock requests (getlk, setlk) by outcome", &["op", "outcome"]);
+        let held = metric_series::gauge("imca_storage_locks_held", "POSIX and flock locks held on this server");
+        let waiters = metric_series::gauge("imca_storage_lock_waiters", "Blocking lock requests waiting on this server");
+        let reclaimed = metric_series::counter("imca_storage_locks_reclaimed_total", "Locks dropped because their gateway's lease ran out");
+        let reclaims = metric_series::counter_vec("imca_storage_lock_reclaims_total", "Locks gateways asked back after this server restarted, by outcome (granted, held: it still was, late: after the grace, conflict, refused: the table was full)", &["outcome"]);
+        let grace = metric_series::gauge("imca_storage_lock_grace", "1 while the grace after a restart lasts (gateways reclaim their locks; no new lock is granted)");
         let _ = registry.register(Box::new(reclaims.clone()));
         let _ = registry.register(Box::new(grace.clone()));
         let _ = registry.register(Box::new(requests.clone()));

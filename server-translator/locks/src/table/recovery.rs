@@ -1,4 +1,4 @@
-//! LockTable across a restart of this server: a marker, a grace period, reclaims
+//! Locks across a restart of this server: a marker, a grace period, reclaims
 //! (NFSv4's and Lustre's recovery are the models).
 //!
 //! ```text
