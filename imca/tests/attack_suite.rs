@@ -208,13 +208,7 @@ fn forged_bank_values_under_the_right_keys_do_not_reach_applications() {
 
     // What the old attack derived from the bank alone, taken here from the
     // servers: the volume's name, epoch, block size and the file's id.
-    let config: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(c.export(0).join(".imca/volume.json")).unwrap()).unwrap();
-    let keys = cache_bank::Keys::new(
-        config["volume"].as_str().unwrap(),
-        config["epoch"].as_u64().unwrap(),
-        config["block_size"].as_u64().unwrap() as u32,
-    );
+    let keys = common::bank_keys(&c);
     let fid = xlator::FileId::from_hex(&common::xattr(&c.export(0).join("root-only"), "user.imca.fid")).unwrap();
     let (skey, bkey) = (keys.stat(fid), keys.block(fid, 0));
     let node = memcache::Client::connect(format!("memcache://{}?protocol=ascii", c.cache_addrs()[0])).unwrap();

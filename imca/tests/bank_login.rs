@@ -91,13 +91,7 @@ fn replay_is_refused(cache: Cache) {
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
 
     // The keys an attacker would derive (volume, epoch, block size, file id).
-    let config: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(c.export(0).join(".imca/volume.json")).unwrap()).unwrap();
-    let keys = cache_bank::Keys::new(
-        config["volume"].as_str().unwrap(),
-        config["epoch"].as_u64().unwrap(),
-        config["block_size"].as_u64().unwrap() as u32,
-    );
+    let keys = common::bank_keys(&c);
     let fid = xlator::FileId::from_hex(&common::xattr(&c.export(0).join("diary"), "user.imca.fid")).unwrap();
     let (skey, bkey) = (keys.stat(fid).key, keys.block(fid, 0).key);
 

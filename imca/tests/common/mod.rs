@@ -699,3 +699,15 @@ pub fn xattr(path: &Path, name: &str) -> String {
     assert!(len > 0, "getxattr {name} on {}: {}", path.display(), std::io::Error::last_os_error());
     String::from_utf8(buf[..len as usize].to_vec()).unwrap()
 }
+
+/// The bank keys of the volume, derived as anyone who can read a storage
+/// server's export could (its name, epoch and block size).
+pub fn bank_keys(c: &Cluster) -> cache_bank::Keys {
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(c.export(0).join(".imca/volume.json")).unwrap()).unwrap();
+    cache_bank::Keys::new(
+        config["volume"].as_str().unwrap(),
+        config["epoch"].as_u64().unwrap(),
+        config["block_size"].as_u64().unwrap() as u32,
+    )
+}
