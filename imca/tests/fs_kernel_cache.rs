@@ -296,6 +296,65 @@ fn a_directorys_attributes_are_fetched_right_after_a_name_is_added_here() {
     }
 }
 
+/// A removal or a rename here forgets only what it touched: a directory made
+/// here stays known whole (the lookup before a create in it is answered
+/// "absent" here, the servers not asked), its attributes after the change
+/// are fetched ahead (GETATTR answered here, the same as another gateway
+/// sees); and a name another gateway then adds, even one just removed here,
+/// is seen here at once.
+#[test]
+fn a_removal_here_forgets_only_what_it_touched() {
+    let c = ClusterSpec::new().gateways(2).start();
+    let u = c.gateways[0].daemon.metrics_url().expect("gateway metrics");
+    let ahead = || http::sum(&common::http_get(&u), "imca_gateway_dir_attrs_ahead_total", &[]);
+    let wait_ahead = |past: f64| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while ahead() <= past {
+            assert!(std::time::Instant::now() < deadline, "the directory's attributes were not fetched ahead");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    };
+    let lookups = || storage_sum(&c, "imca_storage_ops_total", "op=\"lookup\"");
+    let (a, b) = (|p: &str| c.path_at(0, p), |p: &str| c.path_at(1, p));
+    std::fs::create_dir(a("d")).unwrap();
+    for n in ["n0", "n1", "n2"] {
+        std::fs::write(a(&format!("d/{n}")), n).unwrap();
+    }
+    let remove: [(&str, &dyn Fn()); 3] = [
+        ("unlink", &|| std::fs::remove_file(a("d/n0")).unwrap()),
+        ("rename", &|| std::fs::rename(a("d/n1"), a("d/m1")).unwrap()),
+        ("rmdir", &|| {
+            std::fs::create_dir(a("d/sub")).unwrap();
+            std::fs::remove_dir(a("d/sub")).unwrap()
+        }),
+    ];
+    for (i, (what, remove)) in remove.iter().enumerate() {
+        let before = ahead();
+        remove();
+        wait_ahead(before);
+        let here = answered_here(&c, 0, "getattr");
+        let seen = std::fs::metadata(a("d")).unwrap();
+        assert!(answered_here(&c, 0, "getattr") > here, "{what}: the directory's attributes were not answered here");
+        let there = std::fs::metadata(b("d")).unwrap();
+        let key = |m: &std::fs::Metadata| (m.nlink(), m.size(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec());
+        assert_eq!(key(&seen), key(&there), "{what}: the directory's attributes after the change");
+        let (servers, absent) = (lookups(), answered_here(&c, 0, "lookup_absent"));
+        std::fs::write(a(&format!("d/new{i}")), b"x").unwrap();
+        assert_eq!(lookups() - servers, 0.0, "{what}: a lookup in the directory reached the servers");
+        assert!(answered_here(&c, 0, "lookup_absent") > absent, "{what}: the new name was not known absent here");
+    }
+    assert_eq!(std::fs::read(a("d/m1")).unwrap(), b"n1");
+    common::assert_errno(std::fs::metadata(a("d/n1")), libc::ENOENT);
+    // names another gateway adds are seen here at once, a removed one too
+    std::fs::write(b("d/n0"), b"again").unwrap();
+    std::fs::write(b("d/y"), b"y").unwrap();
+    assert_eq!(std::fs::read(a("d/n0")).unwrap(), b"again");
+    assert_eq!(std::fs::read(a("d/y")).unwrap(), b"y");
+    let mut names: Vec<String> = std::fs::read_dir(a("d")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    assert_eq!(names, ["m1", "n0", "n2", "new0", "new1", "new2", "y"]);
+}
+
 /// A write waits only for the gateways that hold the file (told the servers
 /// before their kernels cached it): gateway 1, which read it, is called
 /// back and acknowledges before the write is answered; gateway 2, which

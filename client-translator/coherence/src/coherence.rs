@@ -3,6 +3,7 @@
 //! What each file operation forgets and remembers is in `ops`.
 
 use crate::appends::Appends;
+use crate::dirs_ahead::DirsAhead;
 use crate::inodes::Inodes;
 use crate::kernel_cache::{KernelCache, Mode};
 use crate::kernel_notify::KernelNotify;
@@ -27,6 +28,8 @@ pub struct Coherence {
     pub(crate) kc: Arc<KernelCache>,
     /// directories listed ahead of a walk's lookups
     pub(crate) ahead: Arc<Ahead>,
+    /// directories' attributes fetched ahead after a change here
+    pub(crate) dirs_ahead: Arc<DirsAhead>,
     /// which lock owners locked what through this gateway
     locks: Arc<LockOwners>,
     /// O_APPEND writes, ordered by each file's ordering server
@@ -46,6 +49,7 @@ impl Coherence {
             next,
             kc,
             ahead: Arc::new(Ahead::new(TRIGGER)),
+            dirs_ahead: Arc::default(),
             locks: Arc::new(LockOwners::new(servers.len())),
             appends: Arc::default(),
             opens: Arc::default(),

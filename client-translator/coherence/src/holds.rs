@@ -48,6 +48,12 @@ pub const MAX_HELD: usize = 1 << 21;
 const APPLIED_WITHIN: Duration = Duration::from_secs(2);
 /// After a failed round (a server down or restarting), the next waits this.
 const RETRY: Duration = Duration::from_millis(50);
+/// How long give-backs gather before they are sent, unless a hold is
+/// wanted first: the kernel forgets one inode per removed name, and a
+/// round per name cost every server a request per `rm`. Nothing waits on
+/// a give-back (a server only keeps waiting for this gateway's prompt
+/// acknowledgement on what it still counts held).
+const GIVE_BACK_GATHER: Duration = Duration::from_millis(20);
 
 pub struct Holds {
     /// held on every server
@@ -62,6 +68,8 @@ pub struct Holds {
     applied: Vec<watch::Sender<u64>>,
     /// the registrar waits on this
     wake: Notify,
+    /// a hold is wanted: give-backs gathering go at once
+    wanted_now: Notify,
     /// counts finished rounds (waiters for a hold watch it)
     rounds: watch::Sender<u64>,
     /// `imca_gateway_holds`: inodes held on every server
@@ -95,6 +103,7 @@ impl Holds {
             generation: AtomicU64::new(0),
             applied: (0..servers).map(|_| watch::Sender::new(0)).collect(),
             wake: Notify::new(),
+            wanted_now: Notify::new(),
             rounds: watch::Sender::new(0),
             gauge: metric_series::gauge("imca_gateway_holds", "Inodes every storage server waits for this gateway on before acknowledging their change"),
             outcomes: metric_series::counter_vec("imca_gateway_hold_rounds_total", "Rounds of holds asked of the storage servers, by outcome", &["outcome"]),
@@ -145,6 +154,7 @@ impl Holds {
             w.next.push(ino);
             if w.next.len() == 1 {
                 self.wake.notify_one();
+                self.wanted_now.notify_one();
             }
         }
     }
@@ -231,6 +241,13 @@ impl Holds {
                 _ = &mut stop => return,
                 _ = self.wake.notified() => {}
             }
+            if self.only_giving() {
+                tokio::select! {
+                    _ = &mut stop => return,
+                    _ = tokio::time::sleep(GIVE_BACK_GATHER) => {}
+                    _ = self.wanted_now.notified() => {}
+                }
+            }
             loop {
                 let (back, batch): (Vec<u64>, Vec<u64>) = {
                     let mut w = self.wanted.lock().unwrap_or_else(|p| p.into_inner());
@@ -269,6 +286,12 @@ impl Holds {
                 }
             }
         }
+    }
+
+    /// Whether give-backs are waiting and no hold is.
+    fn only_giving(&self) -> bool {
+        let w = self.wanted.lock().unwrap_or_else(|p| p.into_inner());
+        w.next.is_empty() && !w.giving.is_empty() && w.giving.len() < wire::MAX_HOLD
     }
 
     /// The kernel drops `inos` (see the module page), then every server

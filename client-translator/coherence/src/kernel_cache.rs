@@ -22,7 +22,7 @@ use crate::answered_here::AnsweredHere;
 use crate::holds::Holds;
 use crate::inodes::Inodes;
 use crate::kernel_notify::{quiet, KernelNotify};
-use crate::memo::{Asked, Memo, MemoTicket, Taken};
+use crate::memo::{Asked, Memo, MemoTicket, Removing, Taken};
 use crate::small_files;
 use bytes::Bytes;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
@@ -342,10 +342,17 @@ impl KernelCache {
         self.memo.forget_inode(ino);
     }
 
-    /// Names are being removed or moved through this gateway: forget
-    /// everything (what they named may be remembered under other names).
-    pub(crate) fn changing_names(&self) {
-        self.memo.clear();
+    /// `names` in directory `parent` are being removed or moved away
+    /// through this gateway (see [`Memo::removing`]); what it hands back
+    /// goes to [`KernelCache::removed`] once the change is answered.
+    pub(crate) fn removing(&self, parent: u64, names: &[&str]) -> Removing {
+        self.memo.removing(parent, names)
+    }
+
+    /// The change [`KernelCache::removing`] began ended (`ok`), changing
+    /// inodes `gone`, and maybe putting `moved_in` in the directory.
+    pub(crate) fn removed(&self, r: Removing, names: &[&str], ok: bool, gone: &[u64], moved_in: Option<(&str, u64)>) {
+        self.memo.removed(r, names, ok, gone, moved_in)
     }
 
     /// Whether inode `ino` is known to lack xattr `x` (see [`Asked`]).

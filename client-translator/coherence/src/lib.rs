@@ -38,6 +38,7 @@
 mod answered_here;
 mod appends;
 mod coherence;
+mod dirs_ahead;
 mod holds;
 mod inodes;
 mod kernel_cache;

@@ -190,6 +190,15 @@ pub struct Taken {
     pub ticket: MemoTicket,
 }
 
+/// A removal through this gateway under way (see [`Memo::removing`]).
+pub struct Removing {
+    parent: u64,
+    /// `parent` was complete when it began
+    complete: bool,
+    /// the epoch just after its forgets
+    ticket: MemoTicket,
+}
+
 /// The remembered answers (see the module doc).
 #[derive(Default)]
 pub struct Memo {
@@ -327,9 +336,66 @@ impl Memo {
     }
 
     /// A change in directory `parent` through this gateway failed or was
-    /// not remembered: it may hold a name the memo does not.
+    /// not remembered: it may hold a name the memo does not. (Counted as a
+    /// forget of `parent`, so a removal under way does not make it
+    /// complete again: see [`Memo::removed`].)
     pub fn incomplete(&self, parent: u64) {
-        self.inner.lock().unwrap().complete.remove(&parent);
+        let mut m = self.inner.lock().unwrap();
+        m.moved(&[parent]);
+        m.complete.remove(&parent);
+    }
+
+    /// `names` in `parent` are being removed or moved away through this
+    /// gateway (a rename within one directory names both): the entries go,
+    /// with the attributes of what they named and of `parent` (its mtime
+    /// changes). Other names stay: attributes are kept by inode, so
+    /// whatever else names the same inode loses them too. `parent` stops
+    /// being complete until [`Memo::removed`] says how the change ended (a
+    /// lookup meanwhile must not hear "absent" for a name a failing
+    /// removal leaves).
+    pub fn removing(&self, parent: u64, names: &[&str]) -> Removing {
+        let mut m = self.inner.lock().unwrap();
+        let mut inos = vec![parent];
+        inos.extend(names.iter().filter_map(|n| m.entries.remove(parent, n)));
+        m.moved(&inos);
+        for ino in inos {
+            m.drop_attrs(ino);
+        }
+        let complete = m.complete.remove(&parent);
+        Removing { parent, complete, ticket: MemoTicket(m.epoch) }
+    }
+
+    /// The removal [`Memo::removing`] began is answered (`ok`), and `gone`
+    /// are the inodes it changed (what the names named). The entries and
+    /// attributes go again (an answer fetched meanwhile may predate the
+    /// change). `parent` is complete again if it was, the change succeeded
+    /// and nothing forgot `parent` meanwhile (a callback, a change here
+    /// that could not be remembered); then `moved_in`, a name a rename put
+    /// in `parent`, is remembered in the same step, without attributes
+    /// (its inode's ctime changed), so no lookup sees neither name.
+    pub fn removed(&self, r: Removing, names: &[&str], ok: bool, gone: &[u64], moved_in: Option<(&str, u64)>) {
+        let mut m = self.inner.lock().unwrap();
+        let parent = r.parent;
+        let known_from = m.recent.front().map_or(m.epoch, |(e, _)| *e);
+        let untouched = (m.epoch == r.ticket.0 || known_from <= r.ticket.0 + 1)
+            && !m.recent.iter().any(|&(e, i)| e > r.ticket.0 && (i == parent || i == ALL));
+        for n in names {
+            m.entries.remove(parent, n);
+        }
+        let mut inos = vec![parent];
+        inos.extend_from_slice(gone);
+        m.moved(&inos);
+        for ino in inos {
+            m.drop_attrs(ino);
+        }
+        if r.complete && untouched && ok {
+            // (no make_room here: it may shed `parent`'s names)
+            m.complete.insert(parent);
+            if let Some((name, ino)) = moved_in {
+                let now = m.tick();
+                m.entries.insert(parent, name, ino, now);
+            }
+        }
     }
 
     /// Inode `ino`'s attributes (not its xattrs) are changing through this
@@ -638,5 +704,56 @@ mod tests {
         let d = fresh("eeeee");
         m.clear();
         assert!(!m.absent(d, "x"));
+    }
+
+    #[test]
+    fn a_removal_here_forgets_only_what_it_touched_and_keeps_a_directory_complete() {
+        let m = Memo::default();
+        let d = dir(40);
+        assert!(m.store_created(m.ticket(), 1, "d", &d));
+        let d = d.fid.ino();
+        let (a, b, c) = (attr(41, 1), attr(42, 1), attr(43, 1));
+        for (n, x) in [("a", &a), ("b", &b), ("c", &c)] {
+            assert!(m.store_created(m.ticket(), d, n, x));
+        }
+        // unlink of "a": only it goes, and the directory stays complete
+        let r = m.removing(d, &["a"]);
+        assert!(!m.absent(d, "a"), "under way: a lookup of the name must ask");
+        assert!(!m.absent(d, "x"), "under way: nothing is known absent");
+        m.removed(r, &["a"], true, &[a.fid.ino()], None);
+        assert!(m.absent(d, "a") && m.absent(d, "x"));
+        assert_eq!(m.entry(d, "b"), Some(b.clone()), "other names stay");
+        assert!(m.attr(d).is_none(), "the directory's mtime changed");
+        // rename "b" -> "c" in the directory (replacing c)
+        let r = m.removing(d, &["b", "c"]);
+        m.removed(r, &["b", "c"], true, &[b.fid.ino(), c.fid.ino()], Some(("c", b.fid.ino())));
+        assert!(m.absent(d, "b"));
+        assert!(!m.absent(d, "c"), "the moved name is there");
+        assert!(m.entry(d, "c").is_none(), "remembered without attributes: its ctime changed");
+        assert!(m.attr(c.fid.ino()).is_none());
+        // a failed removal: nothing is known absent any more
+        let r = m.removing(d, &["c"]);
+        m.removed(r, &["c"], false, &[], None);
+        assert!(!m.absent(d, "x"));
+    }
+
+    #[test]
+    fn a_removal_across_a_callback_or_a_failed_create_leaves_the_directory_incomplete() {
+        let m = Memo::default();
+        for end in ["callback", "failed create", "everything"] {
+            let d = dir(50);
+            m.clear();
+            assert!(m.store_created(m.ticket(), 1, "d", &d));
+            let d = d.fid.ino();
+            assert!(m.store_created(m.ticket(), d, "a", &attr(51, 1)));
+            let r = m.removing(d, &["a"]);
+            match end {
+                "callback" => m.forget_inode(d),
+                "failed create" => m.incomplete(d),
+                _ => m.clear(),
+            }
+            m.removed(r, &["a"], true, &[51], None);
+            assert!(!m.absent(d, "x"), "{end} during the removal: another name may exist");
+        }
     }
 }

@@ -12,7 +12,12 @@ use crate::kernel_cache::Ticket;
 use crate::memo::Asked;
 use crate::small_files;
 use async_trait::async_trait;
+use std::time::Duration;
 use xlator::*;
+
+/// How long a getattr waits for the same directory's attributes fetched
+/// ahead before it asks the servers itself.
+const AHEAD_WAIT: Duration = Duration::from_secs(1);
 
 #[async_trait]
 impl Stateful for Coherence {
@@ -55,6 +60,12 @@ impl Stateful for Coherence {
         // remembered, and its hold under way
         if let Some((a, _)) = kc.memo_attr_soon(ino).await {
             return Ok(a);
+        }
+        // a directory's, fetched ahead after a change here
+        if self.dirs_ahead.wait(ino, AHEAD_WAIT).await {
+            if let Some((a, _)) = kc.memo_attr_soon(ino).await {
+                return Ok(a);
+            }
         }
         let a = self.next.getattr(loc).await?;
         kc.remember_attr(t, m, &a);
@@ -180,27 +191,64 @@ impl Stateful for Coherence {
         self.added(t, newparent, newname, None, r)
     }
 
-    /// What the name named loses a link (its attributes, under any of its
-    /// names, are forgotten with everything else).
+    /// The name goes, with what it named's attributes (it loses a link;
+    /// kept by inode, they go under every other name too) and the
+    /// directory's; the rest of what is remembered stays.
     async fn unlink(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
-        self.kc.changing_names();
-        let r = self.next.unlink(parent, name).await;
-        self.kc.changing_names();
-        r
+        let r = self.kc.removing(ino(parent), &[name]);
+        let res = self.next.unlink(parent, name).await;
+        let gone: Vec<u64> = res.iter().map(|x| x.fid.ino()).collect();
+        self.kc.removed(r, &[name], res.is_ok(), &gone, None);
+        if res.is_ok() {
+            self.dir_ahead(parent);
+        }
+        res
     }
 
     async fn rmdir(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
-        self.kc.changing_names();
-        let r = self.next.rmdir(parent, name).await;
-        self.kc.changing_names();
-        r
+        let r = self.kc.removing(ino(parent), &[name]);
+        let res = self.next.rmdir(parent, name).await;
+        let gone: Vec<u64> = res.iter().map(|x| x.fid.ino()).collect();
+        self.kc.removed(r, &[name], res.is_ok(), &gone, None);
+        if res.is_ok() {
+            self.dir_ahead(parent);
+        }
+        res
     }
 
+    /// Both names go, with the attributes of both directories, of what
+    /// moved (its ctime) and of what it replaced; the new name is
+    /// remembered (without attributes) where the target directory was
+    /// complete.
     async fn rename(&self, parent: &Loc, name: &str, newparent: &Loc, newname: &str, flags: RenameFlags) -> FsResult<Renamed> {
-        self.kc.changing_names();
-        let r = self.next.rename(parent, name, newparent, newname, flags).await;
-        self.kc.changing_names();
-        r
+        let (from, to) = (ino(parent), ino(newparent));
+        let (rf, rt) = if from == to {
+            (self.kc.removing(from, &[name, newname]), None)
+        } else {
+            (self.kc.removing(from, &[name]), Some(self.kc.removing(to, &[newname])))
+        };
+        let res = self.next.rename(parent, name, newparent, newname, flags).await;
+        // (an exchange leaves both names, each naming what the other did:
+        // neither directory is known complete after it)
+        let ok = res.is_ok() && !flags.exchange;
+        let moved = res.as_ref().ok().map(|r| r.moved.ino());
+        let mut gone: Vec<u64> = moved.into_iter().collect();
+        gone.extend(res.iter().filter_map(|r| r.replaced.as_ref()).map(|x| x.fid.ino()));
+        let moved_in = moved.map(|m| (newname, m));
+        match rt {
+            None => self.kc.removed(rf, &[name, newname], ok, &gone, moved_in),
+            Some(rt) => {
+                self.kc.removed(rf, &[name], ok, &gone, None);
+                self.kc.removed(rt, &[newname], ok, &gone, moved_in);
+                if ok {
+                    self.dir_ahead(newparent);
+                }
+            }
+        }
+        if res.is_ok() {
+            self.dir_ahead(parent);
+        }
+        res
     }
 }
 
@@ -232,17 +280,29 @@ impl Coherence {
         let (kc, dir_ino) = (&self.kc, ino(dir));
         let a = r.as_ref().ok();
         kc.added(t, dir_ino, name, a, a.is_some_and(|a| Some(a.fid) == made));
-        if a.is_some() && kc.memo_serving() {
-            let (kc, next, dir) = (kc.clone(), self.next.clone(), dir.clone());
-            let (t, m) = (kc.ticket(), kc.memo_ticket());
-            tokio::spawn(async move {
-                if let Ok(a) = next.getattr(&dir).await {
-                    if a.fid.ino() == dir_ino {
-                        kc.remember_ahead(t, m, &a);
-                    }
-                }
-            });
+        if a.is_some() {
+            self.dir_ahead(dir);
         }
         r
+    }
+
+    /// Fetch directory `dir`'s attributes beside the requests that follow
+    /// a change in it here (see [`Coherence::added`]).
+    fn dir_ahead(&self, dir: &Loc) {
+        let kc = &self.kc;
+        if !kc.memo_serving() {
+            return;
+        }
+        let (kc, next, dir) = (kc.clone(), self.next.clone(), dir.clone());
+        let (t, m) = (kc.ticket(), kc.memo_ticket());
+        let fetching = self.dirs_ahead.start(ino(&dir));
+        tokio::spawn(async move {
+            let _fetching = fetching;
+            if let Ok(a) = next.getattr(&dir).await {
+                if a.fid.ino() == ino(&dir) {
+                    kc.remember_ahead(t, m, &a);
+                }
+            }
+        });
     }
 }
