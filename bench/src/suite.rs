@@ -1,4 +1,4 @@
-//! `imca bench suite`: B1–B5 against every target (any mounted directory),
+//! `imca bench suite`: B1–B5 and the change benchmark against every target (any mounted directory),
 //! then one report: `OUT/report.md` with the dissertation's results beside
 //! ours (every ratio against the baseline target, measured in the same
 //! run), one figure per benchmark with a line per target
@@ -8,7 +8,7 @@
 use crate::config::{System, SystemArgs};
 use crate::dissertation::{self, CLAIMS};
 use crate::outcome::Outcome;
-use crate::{b1, b2, b3, b4, b5, figure, records, Common, Sweep};
+use crate::{b1, b2, b3, b4, b5, changes, figure, records, Common, Sweep};
 use anyhow::{bail, Context};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -31,15 +31,20 @@ DIR1). ,before=CMD runs CMD (sh -c; no commas) just before the
 target, so one mount can be several targets: e.g. `imca ctl cache-nodes rm
 ADDR` between `n4=/mnt,admin=URL` and `n2=/mnt,admin=URL,before=…`. The first target is the baseline every ratio is taken
 against (--baseline NAME to choose another): typically IMCa with no cache
-nodes. Targets run one after the other, B1 to B5 each (--only b1,b4 to pick),
+nodes. Targets run one after the other, B1 to B5 and then the change
+benchmark each (--only b1,b4 or --only changes to pick),
 with each benchmark's defaults (--quick: the small sizes; --files, --records,
 --max, --size and --clients change them). Latency
 benchmarks use O_DIRECT where the target takes unaligned O_DIRECT (FUSE
 mounts do; the report says which).
 
+The change benchmark untars the same tree on every target (--tarball, or one
+built once per run from the cargo registry: --entries), and a tree that comes
+out different fails the run once the report is written.
+
 Writes OUT/report.md (targets, the dissertation's results beside ours, one
-figure and one table per benchmark), OUT/b1.svg … OUT/b5.svg (and .png), and
-OUT/NAME/bN.json|csv per target. Nothing is started or mounted here: bring
+figure and one table per benchmark), OUT/b1.svg … OUT/b5.svg and
+OUT/changes.svg (and .png), and OUT/NAME/bN.json|csv, changes.json|csv per target. Nothing is started or mounted here: bring
 the targets up first (e.g. `imca up --cache-nodes 0|1|2|4`).";
 
 #[derive(clap::Args, Debug, Clone)]
@@ -59,8 +64,8 @@ pub struct Args {
     /// The target every ratio is against (default: the first).
     #[arg(long, value_name = "NAME")]
     pub baseline: Option<String>,
-    /// Run only these benchmarks (e.g. b1,b4).
-    #[arg(long, value_delimiter = ',', value_name = "bN,…")]
+    /// Run only these benchmarks (e.g. b1,b4, or changes).
+    #[arg(long, value_delimiter = ',', value_name = "bN|changes,…")]
     pub only: Vec<String>,
     /// Never use O_DIRECT (default: where the target takes it).
     #[arg(long)]
@@ -84,6 +89,15 @@ pub struct Args {
     /// 1,2,4,8), instead of each benchmark's own.
     #[arg(long, value_delimiter = ',', value_name = "K,…")]
     pub clients: Vec<usize>,
+    /// The change benchmark's file count (2000; --quick: 300).
+    #[arg(long, value_name = "N")]
+    pub change_files: Option<usize>,
+    /// The tree the change benchmark untars, instead of one built from the cargo registry.
+    #[arg(long, value_name = "FILE")]
+    pub tarball: Option<PathBuf>,
+    /// About how many entries the built tree has (4000; --quick: 800).
+    #[arg(long, value_name = "N")]
+    pub entries: Option<usize>,
 }
 
 /// One `--target`.
@@ -130,7 +144,7 @@ pub fn parse_target(s: &str) -> anyhow::Result<Target> {
     Ok(Target { name: name.into(), dir, other_dirs, system, before })
 }
 
-const BENCHES: [&str; 5] = ["b1", "b2", "b3", "b4", "b5"];
+const BENCHES: [&str; 6] = ["b1", "b2", "b3", "b4", "b5", "changes"];
 
 struct Ran {
     target: Target,
@@ -164,6 +178,17 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         bail!("--only {b}: not one of {}", BENCHES.join(", "));
     }
     std::fs::create_dir_all(&a.out)?;
+    let change_args = |common: Common| changes::Args {
+        common: Common { clients: Vec::new(), other_dirs: Vec::new(), ..common },
+        files: a.change_files,
+        tarball: a.tarball.clone(),
+        entries: a.entries,
+    };
+    // one tree for every target, made before the first is measured
+    let tree = match only.iter().any(|b| b == "changes") {
+        true => Some(change_args(Common { quick: a.quick, quiet: a.quiet, ..Default::default() }).tarball()?),
+        false => None,
+    };
 
     let mut ran = Vec::new();
     for t in targets {
@@ -203,7 +228,9 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
                     let args = b4::Args { common: common.clone(), record: 128 << 10, size: a.size.clone(), ..Default::default() };
                     b4::run(&args, &system)?
                 },
-                _ => b5::run(&b5::Args { common: common.clone(), sweep: sweep.clone() }, &system)?,
+                "b5" => b5::run(&b5::Args { common: common.clone(), sweep: sweep.clone() }, &system)?,
+                // the change benchmark is one client through the first mount
+                _ => changes::run(&change_args(common.clone()), &system, tree.as_ref().expect("made above"))?,
             };
             if !a.quiet {
                 eprint!("{}", o.table());
@@ -225,13 +252,16 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         .collect();
     let mut figures = Vec::new();
     for b in &only {
-        let spec = spec(b);
         let pairs: Vec<(&str, &Outcome)> = ran
             .iter()
             .zip(&legends)
             .filter_map(|(r, l)| r.outcomes.iter().find(|o| o.bench.eq_ignore_ascii_case(b)).map(|o| (l.as_str(), o)))
             .collect();
-        match figure::draw(&spec, &figure::series(&spec, &pairs), &a.out, b) {
+        let drawn = match b.as_str() {
+            "changes" => changes::draw(&pairs, &a.out, b),
+            _ => figure::draw(&spec(b), &figure::series(&spec(b), &pairs), &a.out, b),
+        };
+        match drawn {
             Ok(_) => figures.push(b.clone()),
             Err(e) => eprintln!("imca bench suite: no figure for {b}: {e}"),
         }
@@ -244,6 +274,13 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     let report = a.out.join("report.md");
     std::fs::write(&report, markdown(a, &ran, &baseline, &only, &figures))?;
     println!("wrote {}", report.display());
+    let failed: Vec<String> = ran
+        .iter()
+        .flat_map(|r| r.outcomes.iter().filter_map(|o| changes::verdict(o).err().map(|e| format!("target {}: {e}", r.target.name))))
+        .collect();
+    if !failed.is_empty() {
+        bail!("{}", failed.join("\n"));
+    }
     Ok(())
 }
 
