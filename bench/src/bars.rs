@@ -22,7 +22,8 @@ pub struct Bars {
 impl Bars {
     /// The axis's range: whole powers of ten around every positive value.
     fn y_range(&self) -> Option<(f64, f64)> {
-        let vals = || self.series.iter().flat_map(|(_, v)| v.iter().flatten().copied()).filter(|v| v.is_finite() && *v > 0.0);
+        let all = || self.series.iter().flat_map(|(_, v)| v.iter().flatten().copied());
+        let vals = || all().filter(|v| v.is_finite() && *v > 0.0);
         let lo = vals().fold(f64::MAX, f64::min);
         let hi = vals().fold(0.0, f64::max);
         if hi <= 0.0 {

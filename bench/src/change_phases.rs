@@ -53,9 +53,9 @@ impl Drop for Workdir {
     }
 }
 
-/// Run `op(i)` for i in 0..n, timed as a whole; progress every tenth.
+/// Run `op(i)` for i in 0..n, timed as a whole; progress every quarter.
 fn timed(progress: &Progress, n: usize, what: &str, mut op: impl FnMut(usize) -> anyhow::Result<()>) -> anyhow::Result<f64> {
-    let every = (n / 10).max(1);
+    let every = (n / 4).max(1);
     let t = Instant::now();
     for i in 0..n {
         op(i)?;

@@ -164,21 +164,33 @@ pub fn verdict(o: &Outcome) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The rate of each phase of [`PHASES`], the median over the rows that
+/// measured it (several when a suite ran rounds); None where none did (the
+/// untar of a tree that differed).
+pub fn rates(o: &Outcome) -> Vec<Option<f64>> {
+    PHASES
+        .iter()
+        .map(|p| {
+            let mut v: Vec<f64> =
+                (0..o.rows.len()).filter(|&r| o.row_name(r) == *p).map(|r| o.get(&o.rows[r], "per_s")).collect();
+            v.sort_by(f64::total_cmp);
+            match v.len() {
+                0 => None,
+                n if n % 2 == 1 => Some(v[n / 2]),
+                n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+            }
+        })
+        .collect()
+}
+
 /// The figure: ops/s per phase, a bar per (legend, outcome).
 pub fn draw(outcomes: &[(&str, &Outcome)], dir: &Path, stem: &str) -> anyhow::Result<Vec<PathBuf>> {
     let series = outcomes
         .iter()
         .enumerate()
         .map(|(i, (legend, o))| {
-            let per_phase = PHASES
-                .iter()
-                .map(|p| {
-                    let row = (0..o.rows.len()).find(|&r| o.row_name(r) == *p)?;
-                    Some(o.get(&o.rows[row], "per_s"))
-                })
-                .collect();
             let legend = if legend.is_empty() { format!("run {}", i + 1) } else { legend.to_string() };
-            (legend, per_phase)
+            (legend, rates(o))
         })
         .collect();
     let bars = Bars {

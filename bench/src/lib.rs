@@ -47,6 +47,7 @@ mod mounts;
 mod records;
 pub mod stats;
 mod suite;
+mod suite_changes;
 mod tarball;
 mod untar;
 mod util;

@@ -8,6 +8,7 @@
 use crate::config::{System, SystemArgs};
 use crate::dissertation::{self, CLAIMS};
 use crate::outcome::Outcome;
+use crate::suite_changes::{self, Changes};
 use crate::{b1, b2, b3, b4, b5, changes, figure, records, Common, Sweep};
 use anyhow::{bail, Context};
 use std::fmt::Write as _;
@@ -38,9 +39,12 @@ with each benchmark's defaults (--quick: the small sizes; --files, --records,
 benchmarks use O_DIRECT where the target takes unaligned O_DIRECT (FUSE
 mounts do; the report says which).
 
-The change benchmark untars the same tree on every target (--tarball, or one
-built once per run from the cargo registry: --entries), and a tree that comes
-out different fails the run once the report is written.
+The change benchmark runs after B1–B5 of every target, --rounds times per
+target (1), alternated: round 1 on every target, then round 2 …; with a
+before= command on any target it runs instead right after that target's
+B1–B5, its rounds one after the other. Every target untars the same tree
+(--tarball, or one built once per run from the cargo registry: --entries),
+and a tree that comes out different fails the run once the report is written.
 
 Writes OUT/report.md (targets, the dissertation's results beside ours, one
 figure and one table per benchmark), OUT/b1.svg … OUT/b5.svg and
@@ -98,6 +102,9 @@ pub struct Args {
     /// About how many entries the built tree has (4000; --quick: 800).
     #[arg(long, value_name = "N")]
     pub entries: Option<usize>,
+    /// Runs of the change benchmark per target, alternated between targets.
+    #[arg(long, default_value_t = 1, value_name = "R")]
+    pub rounds: usize,
 }
 
 /// One `--target`.
@@ -178,17 +185,17 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         bail!("--only {b}: not one of {}", BENCHES.join(", "));
     }
     std::fs::create_dir_all(&a.out)?;
-    let change_args = |common: Common| changes::Args {
-        common: Common { clients: Vec::new(), other_dirs: Vec::new(), ..common },
-        files: a.change_files,
-        tarball: a.tarball.clone(),
-        entries: a.entries,
-    };
     // one tree for every target, made before the first is measured
-    let tree = match only.iter().any(|b| b == "changes") {
-        true => Some(change_args(Common { quick: a.quick, quiet: a.quiet, ..Default::default() }).tarball()?),
+    let change_bench = match only.iter().any(|b| b == "changes") {
+        true => {
+            let common = common_of(a, None);
+            let args = changes::Args { common, files: a.change_files, tarball: a.tarball.clone(), entries: a.entries };
+            Some(Changes::new(args, a.rounds)?)
+        }
         false => None,
     };
+    // alternating rounds would run a target after the next one's before= changed the system
+    let alternate = targets.iter().all(|t| t.before.is_none());
 
     let mut ran = Vec::new();
     for t in targets {
@@ -206,20 +213,10 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
             system.fs_type,
             if direct { "yes" } else { "no" }
         );
-        let common = Common {
-            dir: t.dir.clone(),
-            other_dirs: t.other_dirs.clone(),
-            clients: a.clients.clone(),
-            cold: a.cold,
-            quick: a.quick,
-            quiet: a.quiet,
-            label: t.name.clone(),
-            system: t.system.clone(),
-            ..Default::default()
-        };
+        let common = common_of(a, Some(&t));
         let sweep = Sweep { direct, records: a.records, max: a.max, ..Default::default() };
         let mut outcomes = Vec::new();
-        for b in &only {
+        for b in only.iter().filter(|b| *b != "changes") {
             let o = match b.as_str() {
                 "b1" => b1::run(&b1::Args { common: common.clone(), passes: 1, files: a.files, keep: false }, &system)?,
                 "b2" => b2::run(&b2::Args { common: common.clone(), sweep: sweep.clone(), read_passes: 1 }, &system)?,
@@ -228,17 +225,26 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
                     let args = b4::Args { common: common.clone(), record: 128 << 10, size: a.size.clone(), ..Default::default() };
                     b4::run(&args, &system)?
                 },
-                "b5" => b5::run(&b5::Args { common: common.clone(), sweep: sweep.clone() }, &system)?,
-                // the change benchmark is one client through the first mount
-                _ => changes::run(&change_args(common.clone()), &system, tree.as_ref().expect("made above"))?,
+                _ => b5::run(&b5::Args { common: common.clone(), sweep: sweep.clone() }, &system)?,
             };
-            if !a.quiet {
-                eprint!("{}", o.table());
-            }
-            o.write(&a.out.join(&t.name), b)?;
-            outcomes.push(o);
+            keep(a, &t.name, b, o, &mut outcomes)?;
+        }
+        if let Some(ch) = change_bench.as_ref().filter(|_| !alternate) {
+            let rounds = (1..=ch.rounds).map(|r| ch.round(&common, &system, r)).collect::<anyhow::Result<Vec<_>>>()?;
+            keep(a, &t.name, "changes", suite_changes::merge(rounds), &mut outcomes)?;
         }
         ran.push(Ran { target: t, system, direct, outcomes });
+    }
+    if let Some(ch) = change_bench.as_ref().filter(|_| alternate) {
+        let mut rounds: Vec<Vec<Outcome>> = ran.iter().map(|_| Vec::new()).collect();
+        for r in 1..=ch.rounds {
+            for (x, of) in ran.iter().zip(&mut rounds) {
+                of.push(ch.round(&common_of(a, Some(&x.target)), &x.system, r)?);
+            }
+        }
+        for (x, of) in ran.iter_mut().zip(rounds) {
+            keep(a, &x.target.name, "changes", suite_changes::merge(of), &mut x.outcomes)?;
+        }
     }
 
     // legends name the target and, where known, its cache nodes (B4's
@@ -276,11 +282,34 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     println!("wrote {}", report.display());
     let failed: Vec<String> = ran
         .iter()
-        .flat_map(|r| r.outcomes.iter().filter_map(|o| changes::verdict(o).err().map(|e| format!("target {}: {e}", r.target.name))))
+        .flat_map(|r| {
+            let failed = r.outcomes.iter().filter_map(|o| changes::verdict(o).err());
+            failed.map(|e| format!("target {}: {e}", r.target.name))
+        })
         .collect();
     if !failed.is_empty() {
         bail!("{}", failed.join("\n"));
     }
+    Ok(())
+}
+
+/// What every benchmark of target `t` is run with (None: no target, for
+/// what the run shares).
+fn common_of(a: &Args, t: Option<&Target>) -> Common {
+    let mut c = Common { clients: a.clients.clone(), cold: a.cold, quick: a.quick, quiet: a.quiet, ..Default::default() };
+    if let Some(t) = t {
+        (c.dir, c.other_dirs, c.label, c.system) = (t.dir.clone(), t.other_dirs.clone(), t.name.clone(), t.system.clone());
+    }
+    c
+}
+
+/// Show a target's result of benchmark `b`, write it to OUT/NAME/b.json|csv, keep it for the report.
+fn keep(a: &Args, target: &str, b: &str, o: Outcome, outcomes: &mut Vec<Outcome>) -> anyhow::Result<()> {
+    if !a.quiet {
+        eprint!("{}", o.table());
+    }
+    o.write(&a.out.join(target), b)?;
+    outcomes.push(o);
     Ok(())
 }
 
@@ -348,11 +377,14 @@ fn markdown(a: &Args, ran: &[Ran], baseline: &str, only: &[String], figures: &[S
             if r.direct { "yes" } else { "no (page cache)" }
         );
     }
-    let _ = writeln!(m, "\n## Beside the dissertation\n\nSource: {}.\n", dissertation::SOURCE);
-    let _ = writeln!(m, "| bench | dissertation's setting | theirs (with ÷ without) | goal | ours | at |");
-    let _ = writeln!(m, "|---|---|---|---|---|---|");
+    let claims: Vec<_> = CLAIMS.iter().filter(|c| only.iter().any(|b| b.eq_ignore_ascii_case(c.bench))).collect();
+    if !claims.is_empty() {
+        let _ = writeln!(m, "\n## Beside the dissertation\n\nSource: {}.\n", dissertation::SOURCE);
+        let _ = writeln!(m, "| bench | dissertation's setting | theirs (with ÷ without) | goal | ours | at |");
+        let _ = writeln!(m, "|---|---|---|---|---|---|");
+    }
     let base = ran.iter().find(|r| r.target.name == baseline);
-    for c in CLAIMS.iter().filter(|c| only.iter().any(|b| b.eq_ignore_ascii_case(c.bench))) {
+    for c in claims {
         let find = |r: &Ran| r.outcomes.iter().find(|o| o.bench == c.bench).cloned();
         let mut ours = Vec::new();
         for r in ran.iter().filter(|r| r.target.name != baseline) {
@@ -387,6 +419,13 @@ fn markdown(a: &Args, ran: &[Ran], baseline: &str, only: &[String], figures: &[S
         let _ = writeln!(m, "\n## {} {}\n", first.bench, first.name);
         if figures.contains(b) {
             let _ = writeln!(m, "![{} {}]({b}.svg)\n", first.bench, first.name);
+        }
+        if b == "changes" {
+            let all: Vec<(&str, &Outcome)> = ran
+                .iter()
+                .filter_map(|r| r.outcomes.iter().find(|o| o.bench == "changes").map(|o| (r.target.name.as_str(), o)))
+                .collect();
+            let _ = writeln!(m, "{}", suite_changes::across(&all, baseline, ratio));
         }
         for r in ran {
             if let Some(o) = r.outcomes.iter().find(|o| o.bench.eq_ignore_ascii_case(b)) {

@@ -62,7 +62,8 @@ pub fn compare(tarball: &Path, dir: &Path, extract_stderr: &str) -> anyhow::Resu
         .stdin(Stdio::null())
         .output()
         .context("running tar --compare")?;
-    let said = format!("{extract_stderr}\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let said = format!("{extract_stderr}\n{stdout}\n{stderr}");
     let c = judge(&said);
     // exit 1 is "some files differ": then something must have said which
     if !out.status.success() && c.identical && c.mtimes_kept && c.modes_kept {
