@@ -20,7 +20,8 @@ pub struct Bars {
 }
 
 impl Bars {
-    /// The axis's range: whole powers of ten around every positive value.
+    /// The axis's range: from the power of ten below every positive value to
+    /// three times the highest (room above the bars for the legend).
     fn y_range(&self) -> Option<(f64, f64)> {
         let all = || self.series.iter().flat_map(|(_, v)| v.iter().flatten().copied());
         let vals = || all().filter(|v| v.is_finite() && *v > 0.0);
@@ -30,7 +31,7 @@ impl Bars {
             return None;
         }
         let lo = 10f64.powf(lo.log10().floor());
-        let hi = 10f64.powf(hi.log10().ceil()).max(lo * 10.0);
+        let hi = (hi * 3.0).max(lo * 10.0);
         Some((lo, hi))
     }
 }
@@ -119,10 +120,10 @@ mod tests {
     }
 
     #[test]
-    fn the_axis_spans_whole_decades() {
-        assert_eq!(sample().y_range(), Some((100.0, 100_000.0)));
+    fn the_axis_starts_at_a_decade_and_leaves_room_above() {
+        assert_eq!(sample().y_range(), Some((100.0, 3.0 * 30699.0)));
         let one = Bars { series: vec![("x".into(), vec![Some(1000.0)])], ..sample() };
-        assert_eq!(one.y_range(), Some((1000.0, 10_000.0)), "a lone power of ten still gets a decade");
+        assert_eq!(one.y_range(), Some((1000.0, 10_000.0)), "at least a decade");
         let none = Bars { series: vec![("x".into(), vec![None, Some(0.0)])], ..sample() };
         assert_eq!(none.y_range(), None);
     }

@@ -132,6 +132,21 @@ mod tests {
     }
 
     #[test]
+    fn the_suite_and_the_command_take_the_change_flags() {
+        let argv = ["suite", "--target", "a=/x", "--out", "/o", "--only", "changes", "--rounds", "3", "--entries", "50"];
+        let crate::Which::Suite(s) = crate::parse(&argv).unwrap().which else { panic!("suite") };
+        assert_eq!((s.only, s.rounds, s.entries, s.change_files), (vec!["changes".to_string()], 3, Some(50), None));
+        let crate::Which::Changes(c) = crate::parse(&["changes", "--dir", "/x", "--quick"]).unwrap().which else {
+            panic!("changes")
+        };
+        assert_eq!((c.files(), c.entries()), (300, 800));
+        let crate::Which::Changes(c) = crate::parse(&["changes", "--dir", "/x", "--files", "10"]).unwrap().which else {
+            panic!("changes")
+        };
+        assert_eq!((c.files(), c.entries()), (10, 4000));
+    }
+
+    #[test]
     fn the_summary_puts_every_target_beside_the_baseline() {
         let (local, imca) = (round(200.0, true), round(50.0, true));
         let t = across(&[("local", &local), ("imca", &imca)], "local", |x| format!("{x:.2}"));
