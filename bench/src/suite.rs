@@ -1,9 +1,11 @@
-//! `imca bench suite`: B1–B5 and the change benchmark against every target (any mounted directory),
-//! then one report: `OUT/report.md` with the dissertation's results beside
-//! ours (every ratio against the baseline target, measured in the same
-//! run), one figure per benchmark with a line per target
-//! (`OUT/b1.svg|png` …), and each target's JSON and CSV
-//! (`OUT/<target>/b1.json|csv` …; all of it in `OUT/results.json`).
+//! `imca bench suite`: B1–B5 and the change benchmark against every target
+//! (any mounted directory), then one report: `OUT/report.md` with the
+//! dissertation's results beside ours (every ratio against the baseline
+//! target, measured in the same run), one figure per benchmark with a line
+//! (the change benchmark: a bar) per target (`OUT/b1.svg|png` …), and each
+//! target's JSON and CSV (`OUT/<target>/b1.json|csv` …; all of it in
+//! `OUT/results.json`). The change benchmark's rounds and summary are
+//! [`crate::suite_changes`].
 
 use crate::config::{System, SystemArgs};
 use crate::dissertation::{self, CLAIMS};
@@ -48,8 +50,8 @@ and a tree that comes out different fails the run once the report is written.
 
 Writes OUT/report.md (targets, the dissertation's results beside ours, one
 figure and one table per benchmark), OUT/b1.svg … OUT/b5.svg and
-OUT/changes.svg (and .png), and OUT/NAME/bN.json|csv, changes.json|csv per target. Nothing is started or mounted here: bring
-the targets up first (e.g. `imca up --cache-nodes 0|1|2|4`).";
+OUT/changes.svg (and .png), and OUT/NAME/bN.json|csv and changes.json|csv
+per target. Nothing is started or mounted here: bring the targets up first (e.g. `imca up --cache-nodes 0|1|2|4`).";
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
