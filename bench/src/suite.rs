@@ -188,13 +188,12 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     }
     std::fs::create_dir_all(&a.out)?;
     // one tree for every target, made before the first is measured
-    let change_bench = match only.iter().any(|b| b == "changes") {
-        true => {
-            let common = common_of(a, None);
-            let args = changes::Args { common, files: a.change_files, tarball: a.tarball.clone(), entries: a.entries };
-            Some(Changes::new(args, a.rounds)?)
-        }
-        false => None,
+    let change_bench = if only.iter().any(|b| b == "changes") {
+        let common = common_of(a, None);
+        let args = changes::Args { common, files: a.change_files, tarball: a.tarball.clone(), entries: a.entries };
+        Some(Changes::new(args, a.rounds)?)
+    } else {
+        None
     };
     // alternating rounds would run a target after the next one's before= changed the system
     let alternate = targets.iter().all(|t| t.before.is_none());

@@ -69,7 +69,9 @@ impl Tarball {
             bail!("tar -cf {}: {}: {}", path.display(), out.status, String::from_utf8_lossy(&out.stderr).trim());
         }
         let source = format!("{} crates of {}", picked.len(), registry.display());
-        Tarball::described(path, source, Some(dir))
+        Tarball::described(path, source, Some(dir.clone())).inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(&dir);
+        })
     }
 
     fn described(path: PathBuf, source: String, built_in: Option<PathBuf>) -> anyhow::Result<Tarball> {

@@ -84,3 +84,39 @@ fn the_change_benchmark_on_a_local_directory_alone_and_in_the_suite() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     assert_eq!(std::fs::read_dir(other.path()).unwrap().count(), 0);
 }
+
+/// A tree that does not come out as the tarball has it is an error, not a
+/// rate: here a tarball that holds `t/a` twice (the second copy longer), so
+/// what is extracted last is not what `tar --compare` checks first.
+#[test]
+fn an_untarred_tree_that_differs_fails_the_run_and_still_leaves_nothing() {
+    let src = tempfile::tempdir().unwrap();
+    std::fs::create_dir(src.path().join("t")).unwrap();
+    let tarball = src.path().join("twice.tar");
+    let tar = |op: &str| {
+        let ok = Command::new("tar").arg("-C").arg(src.path()).arg(op).arg(&tarball).arg("t/a").status().unwrap();
+        assert!(ok.success(), "tar {op}");
+    };
+    std::fs::write(src.path().join("t/a"), b"first").unwrap();
+    tar("-cf");
+    std::fs::write(src.path().join("t/a"), b"second, longer").unwrap();
+    tar("-rf");
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(IMCA)
+        .args(["bench", "changes", "--files", "20", "--json", "--quiet", "--dir"])
+        .arg(dir.path())
+        .arg("--tarball")
+        .arg(&tarball)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "a differing tree fails the run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("differs from the tarball") && stderr.contains("t/a"), "{stderr}");
+    let printed: Value = serde_json::from_slice(&out.stdout).expect("the result is still printed");
+    assert_eq!(printed["run"]["identical"], false);
+    let names: Vec<&str> = printed["names"]["rows"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert_eq!(names, PHASES[..5], "no rate for the untar or rm -rf of a tree that is not the tarball's");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing left in --dir");
+    assert!(tarball.exists(), "a named tarball is the user's");
+}
