@@ -133,6 +133,7 @@ mod tests {
             run: serde_json::Value::Null,
             columns: columns.iter().map(|c| c.to_string()).collect(),
             rows,
+            names: None,
         }
     }
 

@@ -109,7 +109,7 @@ pub fn human(v: f64) -> String {
     }
 }
 
-fn font() -> &'static Result<(), String> {
+pub(crate) fn font() -> &'static Result<(), String> {
     static FONT: OnceLock<Result<(), String>> = OnceLock::new();
     FONT.get_or_init(|| {
         let candidates: Vec<PathBuf> = std::env::var_os("IMCA_BENCH_FONT")
@@ -251,6 +251,7 @@ mod tests {
             run: serde_json::Value::Null,
             columns: vec!["clients".into(), "record".into(), "read_mean_us".into(), "write_mean_us".into()],
             rows: vec![vec![2.0, 1.0, 10.0, 20.0], vec![2.0, 4.0, 11.0, 21.0], vec![4.0, 1.0, 12.0, 22.0]],
+            names: None,
         }
     }
 

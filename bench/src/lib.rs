@@ -6,6 +6,7 @@
 //!  imca bench b3          --dir D   B3: B2 by K clients at once, each on its own file
 //!  imca bench b4          --dir D   B4: read one large file with 1..8 readers (MB/s)
 //!  imca bench b5          --dir D   B5: B3 on one shared file, written by client 0 only
+//!  imca bench changes     --dir D   create/rename/unlink N files, mkdir/rmdir, untar and rm -rf a real tree
 //!  imca bench suite --target NAME=DIR … --out OUT   all of them on every target, one report
 //! ```
 //!
@@ -23,15 +24,18 @@
 //! Every result states the configuration it ran under ([`config`]: target,
 //! file system, block size, nodes, placement, transport; run parameters),
 //! prints a table (or `--json`), and with `--out DIR` writes JSON, CSV and
-//! the dissertation's figure as SVG and PNG ([`figure`]). Progress goes to
-//! stderr.
+//! the dissertation's figure as SVG and PNG ([`figure`]; the change
+//! benchmark's is a bar chart, [`bars`]). Progress goes to stderr.
 
 mod b1;
 mod b2;
 mod b3;
 mod b4;
 mod b5;
+mod bars;
 pub mod barrier;
+mod change_phases;
+mod changes;
 mod client;
 pub mod config;
 mod dissertation;
@@ -43,6 +47,9 @@ mod mounts;
 mod records;
 pub mod stats;
 mod suite;
+mod suite_changes;
+mod tarball;
+mod untar;
 mod util;
 
 use clap::{Parser, Subcommand};
@@ -163,6 +170,9 @@ pub enum Which {
     /// B5: sharing — B3 on one file: client 0 writes, every client reads.
     #[command(long_about = b5::ABOUT)]
     B5(b5::Args),
+    /// Changes: create+write, rename, unlink N files; mkdir, rmdir; untar and rm -rf a real tree (ops/s).
+    #[command(long_about = changes::ABOUT)]
+    Changes(changes::Args),
     /// Every benchmark on every target; one report (Markdown, figures) beside the dissertation's numbers.
     #[command(long_about = suite::ABOUT)]
     Suite(suite::Args),
@@ -194,17 +204,23 @@ pub fn main(args: Args) -> anyhow::Result<()> {
         Which::B3(a) => &a.common,
         Which::B4(a) => &a.common,
         Which::B5(a) => &a.common,
+        Which::Changes(a) => &a.common,
     };
     if !common.other_dirs.is_empty() {
         common.mounts().check()?; // (a lone --dir is made if missing, as before)
     }
+    // the line figure's spec; None: the change benchmark's bar chart
     let (o, c, spec) = match args.which {
         Which::Client(_) | Which::Suite(_) => unreachable!("returned above"),
-        Which::Stat(a) => (b1::run(&a, &a.common.system.describe(&a.common.dir)?)?, a.common, b1::spec()),
-        Which::Latency(a) => (b2::run(&a, &a.common.system.describe(&a.common.dir)?)?, a.common, b2::spec()),
-        Which::B3(a) => (b3::run(&a, &a.common.system.describe(&a.common.dir)?)?, a.common, b3::spec()),
-        Which::B4(a) => (b4::run(&a, &a.common.system.describe(&a.common.dir)?)?, a.common, b4::spec()),
-        Which::B5(a) => (b5::run(&a, &a.common.system.describe(&a.common.dir)?)?, a.common, b5::spec()),
+        Which::Stat(a) => (b1::run(&a, &a.common.system.describe(&a.common.dir)?)?, a.common, Some(b1::spec())),
+        Which::Latency(a) => (b2::run(&a, &a.common.system.describe(&a.common.dir)?)?, a.common, Some(b2::spec())),
+        Which::B3(a) => (b3::run(&a, &a.common.system.describe(&a.common.dir)?)?, a.common, Some(b3::spec())),
+        Which::B4(a) => (b4::run(&a, &a.common.system.describe(&a.common.dir)?)?, a.common, Some(b4::spec())),
+        Which::B5(a) => (b5::run(&a, &a.common.system.describe(&a.common.dir)?)?, a.common, Some(b5::spec())),
+        Which::Changes(a) => {
+            let system = a.common.system.describe(&a.common.dir)?;
+            (changes::run(&a, &system, &a.tarball()?)?, a.common, None)
+        }
     };
     if c.json {
         println!("{}", serde_json::to_string(&o)?);
@@ -214,7 +230,11 @@ pub fn main(args: Args) -> anyhow::Result<()> {
     if let Some(out) = &c.out {
         let stem = o.bench.to_lowercase();
         let mut files = o.write(out, &stem)?;
-        match figure::draw(&spec, &figure::series(&spec, &[(c.label.as_str(), &o)]), out, &stem) {
+        let drawn = match &spec {
+            Some(spec) => figure::draw(spec, &figure::series(spec, &[(c.label.as_str(), &o)]), out, &stem),
+            None => changes::draw(&[(c.label.as_str(), &o)], out, &stem),
+        };
+        match drawn {
             Ok(f) => files.extend(f),
             Err(e) => eprintln!("imca bench: no figure: {e}"),
         }
@@ -222,7 +242,9 @@ pub fn main(args: Args) -> anyhow::Result<()> {
             eprintln!("wrote {}", f.display());
         }
     }
-    Ok(())
+    // after the outputs are written: a change run whose untarred tree was
+    // not the tarball's fails (the other benchmarks' results always pass)
+    changes::verdict(&o)
 }
 
 /// Parse arguments as `imca bench` would (for tests).
@@ -250,5 +272,6 @@ fn outcome(bench: &str, name: &str, c: &Common, system: &config::System, run: se
         run,
         columns: Vec::new(),
         rows: Vec::new(),
+        names: None,
     }
 }

@@ -18,6 +18,17 @@ pub struct Outcome {
     pub run: serde_json::Value,
     pub columns: Vec<String>,
     pub rows: Vec<Vec<f64>>,
+    /// A name per row, for tables whose rows are not points of a sweep (the
+    /// change benchmark's phases): shown as a first column. Absent in B1–B5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub names: Option<RowNames>,
+}
+
+/// The first column of a table whose rows are named: its header, and one name per row.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RowNames {
+    pub column: String,
+    pub rows: Vec<String>,
 }
 
 impl Outcome {
@@ -56,13 +67,20 @@ impl Outcome {
     pub fn table(&self) -> String {
         let mut out = format!("{} {}  {}\n  {}\n", self.bench, self.name, self.label, self.config_line());
         let widths: Vec<usize> = self.columns.iter().map(|c| c.len().max(9)).collect();
+        let name_width = self.names.as_ref().map(|n| n.rows.iter().chain([&n.column]).map(|s| s.len()).max().unwrap_or(0));
         out += " ";
+        if let (Some(n), Some(w)) = (&self.names, name_width) {
+            out += &format!(" {:<w$}", n.column);
+        }
         for (c, w) in self.columns.iter().zip(&widths) {
             out += &format!(" {c:>w$}");
         }
         out += "\n";
-        for row in &self.rows {
+        for (i, row) in self.rows.iter().enumerate() {
             out += " ";
+            if let Some(w) = name_width {
+                out += &format!(" {:<w$}", self.row_name(i));
+            }
             for (v, w) in row.iter().zip(&widths) {
                 out += &format!(" {:>w$}", num(*v));
             }
@@ -71,11 +89,27 @@ impl Outcome {
         out
     }
 
+    /// The name of row `i` ("" when rows are not named).
+    pub fn row_name(&self, i: usize) -> &str {
+        self.names.as_ref().and_then(|n| n.rows.get(i)).map(String::as_str).unwrap_or("")
+    }
+
+    /// The header cells, the names' column first when rows are named.
+    fn header(&self) -> Vec<&str> {
+        self.names.iter().map(|n| n.column.as_str()).chain(self.columns.iter().map(String::as_str)).collect()
+    }
+
+    /// Row `i`'s cells as text, its name first when rows are named.
+    fn cells(&self, i: usize) -> Vec<String> {
+        let name = self.names.as_ref().map(|_| self.row_name(i).to_string());
+        name.into_iter().chain(self.rows[i].iter().map(|v| num(*v))).collect()
+    }
+
     /// CSV: a header, then one line per row (the configuration is in the JSON).
     pub fn csv(&self) -> String {
-        let mut out = self.columns.join(",") + "\n";
-        for row in &self.rows {
-            out += &row.iter().map(|v| num(*v)).collect::<Vec<_>>().join(",");
+        let mut out = self.header().join(",") + "\n";
+        for i in 0..self.rows.len() {
+            out += &self.cells(i).join(",");
             out += "\n";
         }
         out
@@ -83,9 +117,10 @@ impl Outcome {
 
     /// The table as Markdown (for the suite's report).
     pub fn markdown(&self) -> String {
-        let mut out = format!("| {} |\n|{}\n", self.columns.join(" | "), "---|".repeat(self.columns.len()));
-        for row in &self.rows {
-            out += &format!("| {} |\n", row.iter().map(|v| num(*v)).collect::<Vec<_>>().join(" | "));
+        let header = self.header();
+        let mut out = format!("| {} |\n|{}\n", header.join(" | "), "---|".repeat(header.len()));
+        for i in 0..self.rows.len() {
+            out += &format!("| {} |\n", self.cells(i).join(" | "));
         }
         out
     }
@@ -125,6 +160,7 @@ mod tests {
             run: serde_json::json!({"records": 1024, "cold": false}),
             columns: vec!["record".into(), "read_mean_us".into()],
             rows: vec![vec![1.0, 12.25], vec![2.0, 130.0]],
+            names: None,
         }
     }
 
@@ -138,6 +174,21 @@ mod tests {
         assert!(o.get(&o.rows[1], "nope").is_nan());
         assert_eq!(o.rows_where("record", 2.0).count(), 1);
         assert_eq!(o.markdown(), "| record | read_mean_us |\n|---|---|\n| 1 | 12.250 |\n| 2 | 130 |\n");
+    }
+
+    #[test]
+    fn named_rows_lead_every_table() {
+        let mut o = sample();
+        o.names = Some(RowNames { column: "phase".into(), rows: vec!["create".into(), "rm -rf".into()] });
+        assert_eq!(o.csv(), "phase,record,read_mean_us\ncreate,1,12.250\nrm -rf,2,130\n");
+        assert_eq!(o.markdown(), "| phase | record | read_mean_us |\n|---|---|---|\n| create | 1 | 12.250 |\n| rm -rf | 2 | 130 |\n");
+        let t = o.table();
+        assert!(t.contains("\n  phase     record") && t.contains("\n  rm -rf         2"), "{t}");
+        assert_eq!(o.row_name(1), "rm -rf");
+        let back: Outcome = serde_json::from_slice(&serde_json::to_vec(&o).unwrap()).unwrap();
+        assert_eq!(back.names, o.names);
+        let plain = serde_json::to_value(sample()).unwrap();
+        assert!(plain.get("names").is_none(), "B1–B5 results stay as they were");
     }
 
     #[test]

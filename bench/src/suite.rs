@@ -1,14 +1,17 @@
-//! `imca bench suite`: B1–B5 against every target (any mounted directory),
-//! then one report: `OUT/report.md` with the dissertation's results beside
-//! ours (every ratio against the baseline target, measured in the same
-//! run), one figure per benchmark with a line per target
-//! (`OUT/b1.svg|png` …), and each target's JSON and CSV
-//! (`OUT/<target>/b1.json|csv` …; all of it in `OUT/results.json`).
+//! `imca bench suite`: B1–B5 and the change benchmark against every target
+//! (any mounted directory), then one report: `OUT/report.md` with the
+//! dissertation's results beside ours (every ratio against the baseline
+//! target, measured in the same run), one figure per benchmark with a line
+//! (the change benchmark: a bar) per target (`OUT/b1.svg|png` …), and each
+//! target's JSON and CSV (`OUT/<target>/b1.json|csv` …; all of it in
+//! `OUT/results.json`). The change benchmark's rounds and summary are
+//! [`crate::suite_changes`].
 
 use crate::config::{System, SystemArgs};
 use crate::dissertation::{self, CLAIMS};
 use crate::outcome::Outcome;
-use crate::{b1, b2, b3, b4, b5, figure, records, Common, Sweep};
+use crate::suite_changes::{self, Changes};
+use crate::{b1, b2, b3, b4, b5, changes, figure, records, Common, Sweep};
 use anyhow::{bail, Context};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -31,16 +34,24 @@ DIR1). ,before=CMD runs CMD (sh -c; no commas) just before the
 target, so one mount can be several targets: e.g. `imca ctl cache-nodes rm
 ADDR` between `n4=/mnt,admin=URL` and `n2=/mnt,admin=URL,before=…`. The first target is the baseline every ratio is taken
 against (--baseline NAME to choose another): typically IMCa with no cache
-nodes. Targets run one after the other, B1 to B5 each (--only b1,b4 to pick),
+nodes. Targets run one after the other, B1 to B5 and then the change
+benchmark each (--only b1,b4 or --only changes to pick),
 with each benchmark's defaults (--quick: the small sizes; --files, --records,
 --max, --size and --clients change them). Latency
 benchmarks use O_DIRECT where the target takes unaligned O_DIRECT (FUSE
 mounts do; the report says which).
 
+The change benchmark runs after B1–B5 of every target, --rounds times per
+target (1), alternated: round 1 on every target, then round 2 …; with a
+before= command on any target it runs instead right after that target's
+B1–B5, its rounds one after the other. Every target untars the same tree
+(--tarball, or one built once per run from the cargo registry: --entries),
+and a tree that comes out different fails the run once the report is written.
+
 Writes OUT/report.md (targets, the dissertation's results beside ours, one
-figure and one table per benchmark), OUT/b1.svg … OUT/b5.svg (and .png), and
-OUT/NAME/bN.json|csv per target. Nothing is started or mounted here: bring
-the targets up first (e.g. `imca up --cache-nodes 0|1|2|4`).";
+figure and one table per benchmark), OUT/b1.svg … OUT/b5.svg and
+OUT/changes.svg (and .png), and OUT/NAME/bN.json|csv and changes.json|csv
+per target. Nothing is started or mounted here: bring the targets up first (e.g. `imca up --cache-nodes 0|1|2|4`).";
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
@@ -59,8 +70,8 @@ pub struct Args {
     /// The target every ratio is against (default: the first).
     #[arg(long, value_name = "NAME")]
     pub baseline: Option<String>,
-    /// Run only these benchmarks (e.g. b1,b4).
-    #[arg(long, value_delimiter = ',', value_name = "bN,…")]
+    /// Run only these benchmarks (e.g. b1,b4, or changes).
+    #[arg(long, value_delimiter = ',', value_name = "bN|changes,…")]
     pub only: Vec<String>,
     /// Never use O_DIRECT (default: where the target takes it).
     #[arg(long)]
@@ -84,6 +95,18 @@ pub struct Args {
     /// 1,2,4,8), instead of each benchmark's own.
     #[arg(long, value_delimiter = ',', value_name = "K,…")]
     pub clients: Vec<usize>,
+    /// The change benchmark's file count (2000; --quick: 300).
+    #[arg(long, value_name = "N")]
+    pub change_files: Option<usize>,
+    /// The tree the change benchmark untars, instead of one built from the cargo registry.
+    #[arg(long, value_name = "FILE")]
+    pub tarball: Option<PathBuf>,
+    /// About how many entries the built tree has (4000; --quick: 800).
+    #[arg(long, value_name = "N")]
+    pub entries: Option<usize>,
+    /// Runs of the change benchmark per target, alternated between targets.
+    #[arg(long, default_value_t = 1, value_name = "R")]
+    pub rounds: usize,
 }
 
 /// One `--target`.
@@ -130,7 +153,7 @@ pub fn parse_target(s: &str) -> anyhow::Result<Target> {
     Ok(Target { name: name.into(), dir, other_dirs, system, before })
 }
 
-const BENCHES: [&str; 5] = ["b1", "b2", "b3", "b4", "b5"];
+const BENCHES: [&str; 6] = ["b1", "b2", "b3", "b4", "b5", "changes"];
 
 struct Ran {
     target: Target,
@@ -164,6 +187,16 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         bail!("--only {b}: not one of {}", BENCHES.join(", "));
     }
     std::fs::create_dir_all(&a.out)?;
+    // one tree for every target, made before the first is measured
+    let change_bench = if only.iter().any(|b| b == "changes") {
+        let common = common_of(a, None);
+        let args = changes::Args { common, files: a.change_files, tarball: a.tarball.clone(), entries: a.entries };
+        Some(Changes::new(args, a.rounds)?)
+    } else {
+        None
+    };
+    // alternating rounds would run a target after the next one's before= changed the system
+    let alternate = targets.iter().all(|t| t.before.is_none());
 
     let mut ran = Vec::new();
     for t in targets {
@@ -181,20 +214,10 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
             system.fs_type,
             if direct { "yes" } else { "no" }
         );
-        let common = Common {
-            dir: t.dir.clone(),
-            other_dirs: t.other_dirs.clone(),
-            clients: a.clients.clone(),
-            cold: a.cold,
-            quick: a.quick,
-            quiet: a.quiet,
-            label: t.name.clone(),
-            system: t.system.clone(),
-            ..Default::default()
-        };
+        let common = common_of(a, Some(&t));
         let sweep = Sweep { direct, records: a.records, max: a.max, ..Default::default() };
         let mut outcomes = Vec::new();
-        for b in &only {
+        for b in only.iter().filter(|b| *b != "changes") {
             let o = match b.as_str() {
                 "b1" => b1::run(&b1::Args { common: common.clone(), passes: 1, files: a.files, keep: false }, &system)?,
                 "b2" => b2::run(&b2::Args { common: common.clone(), sweep: sweep.clone(), read_passes: 1 }, &system)?,
@@ -205,13 +228,24 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
                 },
                 _ => b5::run(&b5::Args { common: common.clone(), sweep: sweep.clone() }, &system)?,
             };
-            if !a.quiet {
-                eprint!("{}", o.table());
-            }
-            o.write(&a.out.join(&t.name), b)?;
-            outcomes.push(o);
+            keep(a, &t.name, b, o, &mut outcomes)?;
+        }
+        if let Some(ch) = change_bench.as_ref().filter(|_| !alternate) {
+            let rounds = (1..=ch.rounds).map(|r| ch.round(&common, &system, r)).collect::<anyhow::Result<Vec<_>>>()?;
+            keep(a, &t.name, "changes", suite_changes::merge(rounds), &mut outcomes)?;
         }
         ran.push(Ran { target: t, system, direct, outcomes });
+    }
+    if let Some(ch) = change_bench.as_ref().filter(|_| alternate) {
+        let mut rounds: Vec<Vec<Outcome>> = ran.iter().map(|_| Vec::new()).collect();
+        for r in 1..=ch.rounds {
+            for (x, of) in ran.iter().zip(&mut rounds) {
+                of.push(ch.round(&common_of(a, Some(&x.target)), &x.system, r)?);
+            }
+        }
+        for (x, of) in ran.iter_mut().zip(rounds) {
+            keep(a, &x.target.name, "changes", suite_changes::merge(of), &mut x.outcomes)?;
+        }
     }
 
     // legends name the target and, where known, its cache nodes (B4's
@@ -225,13 +259,16 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
         .collect();
     let mut figures = Vec::new();
     for b in &only {
-        let spec = spec(b);
         let pairs: Vec<(&str, &Outcome)> = ran
             .iter()
             .zip(&legends)
             .filter_map(|(r, l)| r.outcomes.iter().find(|o| o.bench.eq_ignore_ascii_case(b)).map(|o| (l.as_str(), o)))
             .collect();
-        match figure::draw(&spec, &figure::series(&spec, &pairs), &a.out, b) {
+        let drawn = match b.as_str() {
+            "changes" => changes::draw(&pairs, &a.out, b),
+            _ => figure::draw(&spec(b), &figure::series(&spec(b), &pairs), &a.out, b),
+        };
+        match drawn {
             Ok(_) => figures.push(b.clone()),
             Err(e) => eprintln!("imca bench suite: no figure for {b}: {e}"),
         }
@@ -244,6 +281,36 @@ pub fn run(a: &Args) -> anyhow::Result<()> {
     let report = a.out.join("report.md");
     std::fs::write(&report, markdown(a, &ran, &baseline, &only, &figures))?;
     println!("wrote {}", report.display());
+    let failed: Vec<String> = ran
+        .iter()
+        .flat_map(|r| {
+            let failed = r.outcomes.iter().filter_map(|o| changes::verdict(o).err());
+            failed.map(|e| format!("target {}: {e}", r.target.name))
+        })
+        .collect();
+    if !failed.is_empty() {
+        bail!("{}", failed.join("\n"));
+    }
+    Ok(())
+}
+
+/// What every benchmark of target `t` is run with (None: no target, for
+/// what the run shares).
+fn common_of(a: &Args, t: Option<&Target>) -> Common {
+    let mut c = Common { clients: a.clients.clone(), cold: a.cold, quick: a.quick, quiet: a.quiet, ..Default::default() };
+    if let Some(t) = t {
+        (c.dir, c.other_dirs, c.label, c.system) = (t.dir.clone(), t.other_dirs.clone(), t.name.clone(), t.system.clone());
+    }
+    c
+}
+
+/// Show a target's result of benchmark `b`, write it to OUT/NAME/b.json|csv, keep it for the report.
+fn keep(a: &Args, target: &str, b: &str, o: Outcome, outcomes: &mut Vec<Outcome>) -> anyhow::Result<()> {
+    if !a.quiet {
+        eprint!("{}", o.table());
+    }
+    o.write(&a.out.join(target), b)?;
+    outcomes.push(o);
     Ok(())
 }
 
@@ -311,11 +378,14 @@ fn markdown(a: &Args, ran: &[Ran], baseline: &str, only: &[String], figures: &[S
             if r.direct { "yes" } else { "no (page cache)" }
         );
     }
-    let _ = writeln!(m, "\n## Beside the dissertation\n\nSource: {}.\n", dissertation::SOURCE);
-    let _ = writeln!(m, "| bench | dissertation's setting | theirs (with ÷ without) | goal | ours | at |");
-    let _ = writeln!(m, "|---|---|---|---|---|---|");
+    let claims: Vec<_> = CLAIMS.iter().filter(|c| only.iter().any(|b| b.eq_ignore_ascii_case(c.bench))).collect();
+    if !claims.is_empty() {
+        let _ = writeln!(m, "\n## Beside the dissertation\n\nSource: {}.\n", dissertation::SOURCE);
+        let _ = writeln!(m, "| bench | dissertation's setting | theirs (with ÷ without) | goal | ours | at |");
+        let _ = writeln!(m, "|---|---|---|---|---|---|");
+    }
     let base = ran.iter().find(|r| r.target.name == baseline);
-    for c in CLAIMS.iter().filter(|c| only.iter().any(|b| b.eq_ignore_ascii_case(c.bench))) {
+    for c in claims {
         let find = |r: &Ran| r.outcomes.iter().find(|o| o.bench == c.bench).cloned();
         let mut ours = Vec::new();
         for r in ran.iter().filter(|r| r.target.name != baseline) {
@@ -350,6 +420,13 @@ fn markdown(a: &Args, ran: &[Ran], baseline: &str, only: &[String], figures: &[S
         let _ = writeln!(m, "\n## {} {}\n", first.bench, first.name);
         if figures.contains(b) {
             let _ = writeln!(m, "![{} {}]({b}.svg)\n", first.bench, first.name);
+        }
+        if b == "changes" {
+            let all: Vec<(&str, &Outcome)> = ran
+                .iter()
+                .filter_map(|r| r.outcomes.iter().find(|o| o.bench == "changes").map(|o| (r.target.name.as_str(), o)))
+                .collect();
+            let _ = writeln!(m, "{}", suite_changes::across(&all, baseline, ratio));
         }
         for r in ran {
             if let Some(o) = r.outcomes.iter().find(|o| o.bench.eq_ignore_ascii_case(b)) {

@@ -104,7 +104,7 @@ fn every_benchmark_quick_and_the_suite_against_a_mount_and_a_local_dir() {
     imca(&[
         "bench", "suite", "--quick", "--quiet", "--target", &target, "--target", &local_target, "--out", &suite,
         // smaller than --quick: a debug gateway on a busy machine is slow
-        "--files", "300", "--records", "64", "--size", "4M",
+        "--files", "300", "--records", "64", "--size", "4M", "--change-files", "60", "--entries", "200",
     ]);
     let suite = Path::new(&suite);
     let report = std::fs::read_to_string(suite.join("report.md")).expect("report.md");
@@ -114,6 +114,7 @@ fn every_benchmark_quick_and_the_suite_against_a_mount_and_a_local_dir() {
         assert!(report.contains(&format!("| {b} | ")), "{b} missing from the comparison");
     }
     assert!(report.contains("local: "), "ratios of the local dir against the mount");
+    assert!(report.contains("| ops/s (× imca) | create+write |"), "the change benchmark ran last, on both");
     for stem in ["b1", "b2", "b3", "b4", "b5"] {
         for t in ["imca", "local"] {
             check_outputs(&suite.join(t), stem, false);
