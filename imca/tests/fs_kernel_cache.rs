@@ -192,6 +192,43 @@ fn what_one_gateway_creates_another_stats_from_the_bank() {
     }
 }
 
+/// What one gateway writes, another's first read finds in the bank: a new
+/// file's blocks are put by the servers that own them once it is closed,
+/// and they are the bytes written; a later write through the first gateway
+/// still replaces them (the file is no longer "never cached").
+#[test]
+fn what_one_gateway_writes_another_first_reads_from_the_bank() {
+    for cache in [common::Cache::Imca(2), common::Cache::Memcached(1)] {
+        let c = ClusterSpec::new().gateways(2).cache(cache.clone()).gateway_arg("--admin").gateway_arg("127.0.0.1:0").start();
+        relax_bank_timeout(&c);
+        // small files, and one over several blocks
+        let files: Vec<(String, Vec<u8>)> =
+            [3_000usize, 1, 700_000].iter().enumerate().map(|(i, n)| (format!("f{i}"), (0..*n).map(|b| (b * 7 + i) as u8).collect())).collect();
+        for (n, d) in &files {
+            std::fs::write(c.path_at(0, n), d).unwrap();
+        }
+        let put = || storage_sum(&c, "imca_storage_cache_ops_total", "result=\"at_close\"");
+        let t0 = std::time::Instant::now();
+        // 1 + 1 + 6 blocks of 128 KiB (the test clusters' block size)
+        while put() < 8.0 {
+            assert!(t0.elapsed() < std::time::Duration::from_secs(10), "{cache:?}: the closed files' blocks were not put ({} so far)", put());
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let reads = || storage_sum(&c, "imca_storage_ops_total", "op=\"read\"");
+        let before = reads();
+        for (n, d) in &files {
+            assert_eq!(&std::fs::read(c.path_at(1, n)).unwrap(), d, "{cache:?}: {n} read through gateway 1");
+        }
+        assert_eq!(reads() - before, 0.0, "{cache:?}: gateway 1's first reads reached the storage servers");
+        // a later write through gateway 0 is what gateway 1 reads next
+        let f = std::fs::OpenOptions::new().write(true).open(c.path_at(0, "f0")).unwrap();
+        f.write_all_at(b"NEW", 10).unwrap();
+        let mut want = files[0].1.clone();
+        want[10..13].copy_from_slice(b"NEW");
+        assert_eq!(std::fs::read(c.path_at(1, "f0")).unwrap(), want, "{cache:?}: the write after the put");
+    }
+}
+
 fn setx(p: &std::path::Path, name: &str, v: &[u8]) -> std::io::Result<()> {
     let (p, n) = (std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap(), std::ffi::CString::new(name).unwrap());
     match unsafe { libc::lsetxattr(p.as_ptr(), n.as_ptr(), v.as_ptr().cast(), v.len(), 0) } {

@@ -14,7 +14,8 @@
 //!   answer, stored).
 //! - **read**: every covering block, one pipelined multi-get across all
 //!   nodes; full hit → assembled here; any miss → forwarded (the owning
-//!   storage server populates the blocks while answering).
+//!   storage server populates the blocks while answering); reads forward of
+//!   a miss skip the bank for a while (module `cold_reads`).
 //! - **create, mkdir, mknod, symlink, link**: the new entry and stat are
 //!   claimed before the create and filled from its reply (module `created`).
 //! - **readdir with attributes** (READDIRPLUS, stat-ahead): the names from
@@ -33,6 +34,7 @@
 //! so an answer read before a mutation never lands after it. Any bank error
 //! or timeout is a miss; the config comes under a lease (`None` = bypass).
 
+mod cold_reads;
 mod dirs_changed_here;
 mod created;
 mod listing;

@@ -11,7 +11,9 @@ pub struct Metrics {
     /// `result` hit (answered from the bank) | miss (forwarded to the
     /// storage servers) | bypass (no cache in force) | changing (the first
     /// getattr of a directory after a change through this gateway: asked
-    /// of the storage servers directly, see `dirs_changed_here`).
+    /// of the storage servers directly, see `dirs_changed_here`) | cold (a
+    /// read forward of a miss, sent to the servers without asking the
+    /// bank, see `cold_reads`).
     pub cache: IntCounterVec,
     /// `imca_gateway_read_bytes_total{source}`: bytes of read replies
     /// assembled from bank blocks vs forwarded (bank | storage).

@@ -1,5 +1,6 @@
 //! The CMCache translator: docs/design.md §4 (stat, read, write and the other mutations), gateway side.
 
+use crate::cold_reads::ColdReads;
 use crate::dirs_changed_here::DirsChangedHere;
 use crate::metrics;
 use async_trait::async_trait;
@@ -34,6 +35,8 @@ pub struct CmCache {
     stripe_unit: Option<u64>,
     /// directories changed through here lately: their stat skips the bank
     changing: DirsChangedHere,
+    /// files read forward past a miss lately: their reads skip the bank
+    cold: ColdReads,
     pub(crate) metrics: metrics::Metrics,
 }
 
@@ -55,6 +58,7 @@ impl CmCache {
             timeout: None,
             stripe_unit: None,
             changing: DirsChangedHere::default(),
+            cold: ColdReads::default(),
             metrics: metrics::Metrics::register(registry),
         }
     }
@@ -274,6 +278,12 @@ impl Stateful for CmCache {
         let Some((first, last)) = l.keys.covering(offset, size as u64) else {
             return self.below.read(loc, offset, size).await;
         };
+        if self.cold.skip(fid, offset, size) {
+            self.metrics.count("read", "cold");
+            let d = self.below.read(loc, offset, size).await?;
+            self.metrics.read_bytes.with_label_values(&["storage"]).inc_by(d.len() as u64);
+            return Ok(d);
+        }
         let skey = l.keys.stat(fid);
         let mut keys = Vec::with_capacity((last - first + 2) as usize);
         keys.push(skey.clone());
@@ -290,6 +300,7 @@ impl Stateful for CmCache {
                         let _ = l.bank.update(&[Update::Delete(k.clone())], None).await;
                     }
                     self.metrics.count("read", "miss");
+                    self.cold.missed(fid, offset, size);
                     let d = self.below.read(loc, offset, size).await?;
                     self.metrics.read_bytes.with_label_values(&["storage"]).inc_by(d.len() as u64);
                     return Ok(d);

@@ -7,7 +7,8 @@ use prometheus::{IntCounterVec, Registry};
 #[derive(Clone, Debug)]
 pub struct Metrics {
     /// `imca_storage_cache_ops_total{op,result}`. `op`: populate (blocks
-    /// after a read, not waited for), update (blocks rewritten after a
+    /// after a read, or a new file's at its close — result `at_close` —
+    /// not waited for), update (blocks rewritten after a
     /// write), invalidate (keys deleted after a mutation); `result`: ok |
     /// fenced (a node could not confirm in time and was fenced before the
     /// mutation was answered) | error (answered EIO: neither confirmed nor

@@ -233,6 +233,27 @@ impl Inner {
         out.extend((first..=last).map(|n| Change::Del(K::Block(fid, n))));
     }
 
+    /// A fresh file written here was closed: put the blocks it wrote here
+    /// (and only those: they are the ones this server owns), off the reply
+    /// path, as a populate (under the file's shared lock, add-if-absent).
+    /// From the moment it is no longer fresh, later writes rewrite as usual.
+    async fn put_at_close(self: Arc<Self>, loc: Loc, fid: FileId) {
+        let Some(l) = self.layouts.current() else { return };
+        let bs = l.keys.block_size as u64;
+        let _g = self.order.shared(fid).await;
+        let Some(blocks) = self.never_cached.to_put(fid) else { return };
+        self.never_cached.putting(fid);
+        let mut ch = Vec::with_capacity(blocks.len());
+        for b in blocks {
+            match self.below.read(&loc, b * bs, bs as u32).await {
+                Ok(d) => ch.push(Change::Put { k: K::Block(fid, b), payload: d, add: true }),
+                Err(_) => return,
+            }
+        }
+        let _ = l.bank.update(&bank_changes::updates(&ch, &l.keys, l.bank.codec()), None).await;
+        self.metrics.count("populate", "at_close", ch.len() as u64);
+    }
+
     /// Threaded mode: put back the blocks a write invalidated, off the reply
     /// path, under the file's shared lock like any populate.
     async fn repopulate(self: Arc<Self>, loc: Loc, fid: FileId, first: u64, last: u64) {
@@ -337,7 +358,9 @@ impl Stateful for SmCache {
         let mut ch = vec![Change::Del(K::Stat(fid))];
         let mut span = l.keys.covering(offset, n);
         if let (true, Some((first, last))) = (i.never_cached.contains(fid), span) {
-            // nothing of it was ever stored: nothing to rewrite (see `never_cached`)
+            // nothing of it was ever stored: nothing to rewrite (see
+            // `never_cached`); the blocks are put when the file is closed
+            i.never_cached.wrote(fid, first, last);
             i.metrics.count("update", "fresh", last - first + 1);
             span = None;
         }
@@ -362,6 +385,17 @@ impl Stateful for SmCache {
             }
         }
         Ok(r)
+    }
+
+    /// A fresh file written here is put in the bank once closed (see
+    /// [`Inner::put_at_close`]), so another gateway's first read finds it.
+    async fn release(&self, loc: &Loc) -> FsResult<()> {
+        let i = &self.inner;
+        self.below.release(loc).await?;
+        if let Some(fid) = loc.fid.filter(|f| i.never_cached.to_put(*f).is_some()) {
+            tokio::spawn(i.clone().put_at_close(loc.clone(), fid));
+        }
+        Ok(())
     }
 
     async fn setattr(&self, loc: &Loc, set: &SetAttr) -> FsResult<Attr> {
