@@ -42,6 +42,7 @@
 //!   those names once the servers answer again; a write some of whose
 //!   pieces failed is counted and logged (`write`).
 
+mod copy_range;
 mod create;
 mod heal;
 mod heal_attrs;
@@ -379,6 +380,10 @@ impl xlator::complete::Complete for Stripe {
             return self.first().write(loc, offset, data).await;
         }
         write::write(self, loc, offset, data).await
+    }
+
+    async fn copy_range(&self, src: &Loc, dst: &Loc, ranges: &[CopySpan]) -> FsResult<WriteReply> {
+        copy_range::copy_range(self, src, dst, ranges).await
     }
 
     async fn flush(&self, loc: &Loc) -> FsResult<()> {
