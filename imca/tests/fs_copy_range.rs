@@ -12,7 +12,8 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::path::Path;
 
-const UNIT: u64 = 64 << 10;
+// (a multiple of the bank's block, 128 KiB, or the gateways read around the bank)
+const UNIT: u64 = 128 << 10;
 
 fn cluster() -> Cluster {
     ClusterSpec::new().stripe_unit(UNIT).cache(Cache::Imca(2)).gateways(2).start()
@@ -53,6 +54,15 @@ fn traffic(c: &Cluster) -> [f64; 3] {
     ]
 }
 
+/// `got == want`, said briefly (the first byte that differs).
+#[track_caller]
+fn assert_bytes(got: Vec<u8>, want: &[u8], what: &str) {
+    if got != want {
+        let at = got.iter().zip(want).position(|(a, b)| a != b);
+        panic!("{what}: {} bytes, {} wanted; first difference at {at:?}", got.len(), want.len());
+    }
+}
+
 fn open_rw(p: &Path) -> File {
     OpenOptions::new().read(true).write(true).create(true).truncate(false).open(p).unwrap()
 }
@@ -60,13 +70,13 @@ fn open_rw(p: &Path) -> File {
 #[test]
 fn copies_are_made_on_the_servers_and_seen_by_every_gateway() {
     let c = cluster();
-    let len = (1 << 20) + 1234; // 16 units and a piece
+    let len = (1 << 20) + 1234; // 8 units and a piece
     let src = pattern(len, 1);
     std::fs::write(c.path("src"), &src).unwrap();
     std::fs::write(c.path("dst"), pattern(len + 5000, 9)).unwrap();
     // Gateway 1's kernel (and the bank) hold the destination's old bytes.
-    assert_eq!(std::fs::read(c.path_at(1, "dst")).unwrap(), pattern(len + 5000, 9));
-    assert_eq!(std::fs::read(c.path_at(1, "dst")).unwrap(), pattern(len + 5000, 9));
+    assert_bytes(std::fs::read(c.path_at(1, "dst")).unwrap(), &pattern(len + 5000, 9), "the old bytes");
+    assert_bytes(std::fs::read(c.path_at(1, "dst")).unwrap(), &pattern(len + 5000, 9), "the old bytes, again");
 
     // Aligned (same offsets): one call, made by the servers.
     let (from, to) = (File::open(c.path("src")).unwrap(), open_rw(&c.path("dst")));
@@ -79,9 +89,9 @@ fn copies_are_made_on_the_servers_and_seen_by_every_gateway() {
     assert!(after[2] - before[2] < 4.0, "the servers served {} writes for the copy", after[2] - before[2]);
     let mut want = src.clone();
     want.extend_from_slice(&pattern(len + 5000, 9)[len..]);
-    assert_eq!(std::fs::read(c.path_at(0, "dst")).unwrap(), want, "through the copying gateway");
-    assert_eq!(std::fs::read(c.path_at(1, "dst")).unwrap(), want, "through the gateway that read the old bytes");
-    assert_eq!(std::fs::read(c.path_at(1, "dst")).unwrap(), want, "again (from the bank)");
+    assert_bytes(std::fs::read(c.path_at(0, "dst")).unwrap(), &want, "through the copying gateway");
+    assert_bytes(std::fs::read(c.path_at(1, "dst")).unwrap(), &want, "through the gateway that read the old bytes");
+    assert_bytes(std::fs::read(c.path_at(1, "dst")).unwrap(), &want, "again (from the bank)");
 
     // Aligned at another offset (a whole round of units further on): the
     // new file grows, with zeros before.
@@ -90,8 +100,8 @@ fn copies_are_made_on_the_servers_and_seen_by_every_gateway() {
     drop(far);
     let mut want = vec![0u8; 2 * UNIT as usize];
     want.extend_from_slice(&src);
-    assert_eq!(std::fs::read(c.path_at(1, "far")).unwrap(), want);
-    assert_eq!(std::fs::read(c.path_at(0, "far")).unwrap(), want);
+    assert_bytes(std::fs::read(c.path_at(1, "far")).unwrap(), &want, "far through gateway 1");
+    assert_bytes(std::fs::read(c.path_at(0, "far")).unwrap(), &want, "far through gateway 0");
 
     // Unaligned: the kernel copies by reads and writes, and still does.
     let ops = storage_sum(&c, "imca_storage_ops_total", "op=\"copy_range\"");
@@ -104,8 +114,8 @@ fn copies_are_made_on_the_servers_and_seen_by_every_gateway() {
     }
     let mut want = vec![0u8; 4096];
     want.extend_from_slice(&src);
-    assert_eq!(std::fs::read(c.path_at(0, "odd")).unwrap(), want);
-    assert_eq!(std::fs::read(c.path_at(1, "odd")).unwrap(), want);
+    assert_bytes(std::fs::read(c.path_at(0, "odd")).unwrap(), &want, "odd through gateway 0");
+    assert_bytes(std::fs::read(c.path_at(1, "odd")).unwrap(), &want, "odd through gateway 1");
     // (it was asked, refused, and asked again: copy_file_range stays on)
     assert!(storage_sum(&c, "imca_storage_ops_total", "op=\"copy_range\"") == ops, "an unaligned copy reached a server");
     assert!(gateway_sum(&c, 0, "imca_gateway_ops_total", &["op=\"copy_range\""]) >= 3.0);
@@ -127,7 +137,7 @@ fn copies_are_made_on_the_servers_and_seen_by_every_gateway() {
     assert_eq!(copy(&same, 0, &same, 4 * UNIT, UNIT as usize).unwrap(), UNIT as usize);
     let mut want = src.clone();
     want.copy_within(0..UNIT as usize, 4 * UNIT as usize);
-    assert_eq!(std::fs::read(c.path_at(1, "src")).unwrap(), want);
+    assert_bytes(std::fs::read(c.path_at(1, "src")).unwrap(), &want, "src through gateway 1");
 }
 
 /// `cp` tries a clone (refused: EOPNOTSUPP), then copy_file_range(2) with
@@ -150,8 +160,8 @@ fn cp_copies_a_big_file_on_the_servers() {
     assert!(storage_sum(&c, "imca_storage_ops_total", "op=\"copy_range\"") >= 6.0, "cp did not copy on the servers");
     assert!(after[0] - before[0] < (len / 4) as f64, "the gateway read {} bytes for a {len}-byte cp", after[0] - before[0]);
     assert!(after[2] - before[2] < 4.0, "the servers served {} writes for the cp", after[2] - before[2]);
-    assert_eq!(std::fs::read(c.path_at(1, "copy")).unwrap(), src);
-    assert_eq!(std::fs::read(c.path_at(0, "copy")).unwrap(), src);
+    assert_bytes(std::fs::read(c.path_at(1, "copy")).unwrap(), &src, "copy through gateway 1");
+    assert_bytes(std::fs::read(c.path_at(0, "copy")).unwrap(), &src, "copy through gateway 0");
     cp("--reflink=never", "by-reads");
-    assert_eq!(std::fs::read(c.path_at(1, "by-reads")).unwrap(), src);
+    assert_bytes(std::fs::read(c.path_at(1, "by-reads")).unwrap(), &src, "by-reads through gateway 1");
 }
