@@ -31,7 +31,7 @@ pub mod names;
 mod translator;
 pub mod types;
 
-pub use copy_span::CopySpan;
+pub use copy_span::{CopySpan, MAX_COPY_RANGE};
 pub use error::{FsError, FsResult};
 pub use around::{Around, Wrap};
 pub use fops::{AsParam, Fop, OpClass, ToWire};

@@ -10,7 +10,8 @@ impl Fs {
     /// one failed after some landed), the destination's attributes after,
     /// and its size and blocks before.
     pub fn copy_range(&mut self, src: &Loc, dst: &Loc, spans: &[CopySpan]) -> FsResult<WriteReply> {
-        // (posix's order: the source's kind, the destination's, the overlap)
+        // (posix's order: the spans, the source's kind, the destination's, the overlap)
+        CopySpan::check(spans)?;
         self.read(src, 0, 0)?;
         let mut out = self.write(dst, 0, &[])?;
         if self.getattr(src)?.fid == self.getattr(dst)?.fid && spans.iter().any(CopySpan::overlaps_itself) {

@@ -29,6 +29,7 @@ impl Posix {
     /// failed part-way; the error only when nothing landed), the
     /// destination's attributes after, and its size and blocks before.
     pub fn copy_range(&self, src: &Loc, dst: &Loc, spans: &[CopySpan]) -> io::Result<WriteReply> {
+        CopySpan::check(spans)?;
         let (from, src_fid) = self.data_fd(src)?;
         let (to, fid) = self.data_fd(dst)?;
         if src_fid == fid && spans.iter().any(CopySpan::overlaps_itself) {
