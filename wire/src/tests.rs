@@ -128,6 +128,11 @@ fn request() -> impl Strategy<Value = Request> {
         (loc(), lock(), any::<bool>()).prop_map(|(loc, lock, wait)| Request::Setlk { loc, lock, wait }),
         proptest::collection::vec(loc(), 0..8).prop_map(|locs| Request::Getattrs { locs }),
         (loc(), any::<u64>(), any::<u32>()).prop_map(|(loc, cookie, max)| Request::Names { loc, cookie, max }),
+        (loc(), loc(), proptest::collection::vec(any::<(u64, u64, u64)>(), 0..8)).prop_map(|(src, dst, r)| Request::CopyRange {
+            src,
+            dst,
+            ranges: r.into_iter().map(|(src, dst, len)| CopySpan { src, dst, len }).collect()
+        }),
         Just(Request::GetVolumeConfig {}),
         config().prop_map(|config| Request::SetVolumeConfig { config }),
         any::<(u64, u64)>().prop_map(|(session, acked)| Request::Poll { session, acked }),
