@@ -10,7 +10,9 @@
 //!
 //! * Data: unit *i* of a file lives on server *i mod S* at the same logical
 //!   offset, in a sparse file ([`layout`]). A request is cut into per-server
-//!   pieces that all go out at once.
+//!   pieces that all go out at once. A copy_file_range is made by the
+//!   servers, each between its own copies, when every unit lands on the
+//!   server that holds its source ([`copy_range`]).
 //! * Namespace: every file and directory exists on every server with the same
 //!   file id. Server 0 serialises racing gateways, and its answer decides the
 //!   file id. A new name goes to every server at once with the id the gateway
