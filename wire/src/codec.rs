@@ -211,6 +211,7 @@ record!(XattrFlags { create, replace });
 record!(Removed { fid, remaining });
 record!(Renamed { moved, replaced });
 record!(Lock { kind, typ, start, end, owner, pid });
+record!(CopySpan { src, dst, len });
 record!(CacheConfig { epoch, volume, nodes, fenced, block_size, placement, timeout_ms, lease_ms });
 
 /// Enums with only unit variants, as one tag byte.

@@ -128,6 +128,11 @@ fn request() -> impl Strategy<Value = Request> {
         (loc(), lock(), any::<bool>()).prop_map(|(loc, lock, wait)| Request::Setlk { loc, lock, wait }),
         proptest::collection::vec(loc(), 0..8).prop_map(|locs| Request::Getattrs { locs }),
         (loc(), any::<u64>(), any::<u32>()).prop_map(|(loc, cookie, max)| Request::Names { loc, cookie, max }),
+        (loc(), loc(), proptest::collection::vec(any::<(u64, u64, u64)>(), 0..8)).prop_map(|(src, dst, r)| Request::CopyRange {
+            src,
+            dst,
+            ranges: r.into_iter().map(|(src, dst, len)| CopySpan { src, dst, len }).collect()
+        }),
         Just(Request::GetVolumeConfig {}),
         config().prop_map(|config| Request::SetVolumeConfig { config }),
         any::<(u64, u64)>().prop_map(|(session, acked)| Request::Poll { session, acked }),
@@ -286,7 +291,8 @@ fn opcodes_never_move() {
     // (the table lists them by class; the opcodes are what must not move)
     let mut table: Vec<(&str, u8)> = Fop::ALL.iter().map(|f| (f.name(), f.code())).collect();
     table.sort_by_key(|&(_, c)| c);
-    let want: Vec<(&str, u8)> = names.iter().zip(1u8..).map(|(n, c)| (*n, c)).collect();
+    let mut want: Vec<(&str, u8)> = names.iter().zip(1u8..).map(|(n, c)| (*n, c)).collect();
+    want.push(("copy_range", 30));
     assert_eq!(table, want);
     assert_eq!(Request::Write { loc: Loc::root(), offset: 0, data: Bytes::new() }.encode().head[0], 16);
     assert_eq!(Request::GetVolumeConfig {}.encode().head[0], 64);

@@ -93,6 +93,15 @@ macro_rules! __fop_table {
                 Write write = 16 (loc: &Loc as Loc, offset: u64 as u64, data: Data as Data) -> WriteReply;
                 Setxattr setxattr = 21 (loc: &Loc as Loc, name: &str as String, value: &[u8] as Data, flags: XattrFlags as XattrFlags) -> ();
                 Removexattr removexattr = 24 (loc: &Loc as Loc, name: &str as String) -> ();
+                /// Copy bytes from file `src` to file `dst` where they are,
+                /// without them crossing the gateway: each span's `len` bytes
+                /// in full, in order (a server's copy past its end of the source
+                /// reads zeros: a striped file's copy ends at its last unit, so
+                /// stripe clips a copy to the file's size first). The answer is
+                /// a write's: the bytes copied (a short count when one span could
+                /// not be), `dst`'s attributes after when known. Within one
+                /// file, overlapping spans: EINVAL.
+                CopyRange copy_range = 30 (src: &Loc as Loc, dst: &Loc as Loc, ranges: &[$crate::CopySpan] as Vec<$crate::CopySpan>) -> WriteReply;
             }
             // Namespace mutations: add, remove or move a name.
             namespace {
@@ -182,6 +191,7 @@ macro_rules! by_value {
 use crate::types::*;
 
 by_ref!(Loc => Loc, NewFile => NewFile, SetAttr => SetAttr, Lock => Lock, String => str, Vec<Loc> => [Loc]);
+by_ref!(Vec<crate::CopySpan> => [crate::CopySpan]);
 by_value!(u32, i32, u64, bool, RenameFlags, XattrFlags, Data);
 
 impl ToWire<Data> for &[u8] {
@@ -259,7 +269,7 @@ mod tests {
     #[test]
     fn every_change_a_cache_must_hear_of_is_a_mutation() {
         let of = |c: OpClass| Fop::ALL.iter().filter(|f| f.class() == c).map(|f| f.name()).collect::<Vec<_>>();
-        assert_eq!(of(OpClass::Data), ["setattr", "open", "write", "setxattr", "removexattr"]);
+        assert_eq!(of(OpClass::Data), ["setattr", "open", "write", "setxattr", "removexattr", "copy_range"]);
         assert_eq!(of(OpClass::Namespace), ["mknod", "mkdir", "create", "symlink", "link", "unlink", "rmdir", "rename"]);
         assert!(of(OpClass::Read).iter().chain(&of(OpClass::Control)).all(|n| !n.contains("write")));
         assert!(Fop::ALL.iter().all(|f| f.class().mutates() == matches!(f.class(), OpClass::Data | OpClass::Namespace)));

@@ -22,6 +22,7 @@
 mod around;
 pub mod lock_table;
 pub mod complete;
+mod copy_span;
 mod error;
 pub mod fops;
 mod stateful;
@@ -30,6 +31,7 @@ pub mod names;
 mod translator;
 pub mod types;
 
+pub use copy_span::{CopySpan, MAX_COPY_RANGE};
 pub use error::{FsError, FsResult};
 pub use around::{Around, Wrap};
 pub use fops::{AsParam, Fop, OpClass, ToWire};

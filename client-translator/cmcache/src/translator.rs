@@ -403,6 +403,11 @@ impl Stateful for CmCache {
         self.below.write(loc, offset, data).await
     }
 
+    /// The bank is the servers' to keep coherent (SMCache, as for a write).
+    async fn copy_range(&self, src: &Loc, dst: &Loc, ranges: &[CopySpan]) -> FsResult<WriteReply> {
+        self.below.copy_range(src, dst, ranges).await
+    }
+
     async fn setxattr(&self, loc: &Loc, name: &str, value: &[u8], flags: XattrFlags) -> FsResult<()> {
         self.below.setxattr(loc, name, value, flags).await
     }

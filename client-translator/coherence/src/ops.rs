@@ -140,6 +140,19 @@ impl Stateful for Coherence {
         r
     }
 
+    /// As a write of the destination, whose new bytes and attributes this
+    /// gateway does not see: what was remembered of it goes, before and
+    /// after (the kernel drops its own pages of the range, and asks for the
+    /// attributes again).
+    async fn copy_range(&self, src: &Loc, dst: &Loc, ranges: &[CopySpan]) -> FsResult<WriteReply> {
+        let (kc, ino) = (&self.kc, ino(dst));
+        let t = kc.ticket();
+        let m = kc.changing_attrs(ino).ticket;
+        let r = self.next.copy_range(src, dst, ranges).await;
+        kc.changed_attrs(t, m, ino, None, None);
+        r
+    }
+
     /// Its attributes and remembered capability go, before and after.
     async fn setxattr(&self, loc: &Loc, name: &str, value: &[u8], flags: XattrFlags) -> FsResult<()> {
         self.kc.changing_xattrs(ino(loc));

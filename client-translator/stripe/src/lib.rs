@@ -10,7 +10,9 @@
 //!
 //! * Data: unit *i* of a file lives on server *i mod S* at the same logical
 //!   offset, in a sparse file ([`layout`]). A request is cut into per-server
-//!   pieces that all go out at once.
+//!   pieces that all go out at once. A copy_file_range is made by the
+//!   servers, each between its own copies, when every unit lands on the
+//!   server that holds its source ([`copy_range`]).
 //! * Namespace: every file and directory exists on every server with the same
 //!   file id. Server 0 serialises racing gateways, and its answer decides the
 //!   file id. A new name goes to every server at once with the id the gateway
@@ -42,6 +44,7 @@
 //!   those names once the servers answer again; a write some of whose
 //!   pieces failed is counted and logged (`write`).
 
+mod copy_range;
 mod create;
 mod heal;
 mod heal_attrs;
@@ -379,6 +382,10 @@ impl xlator::complete::Complete for Stripe {
             return self.first().write(loc, offset, data).await;
         }
         write::write(self, loc, offset, data).await
+    }
+
+    async fn copy_range(&self, src: &Loc, dst: &Loc, ranges: &[CopySpan]) -> FsResult<WriteReply> {
+        copy_range::copy_range(self, src, dst, ranges).await
     }
 
     async fn flush(&self, loc: &Loc) -> FsResult<()> {

@@ -399,6 +399,29 @@ impl Filesystem for GatewayFs {
         self.empty(reply, async move { co.fsync(&loc?, datasync).await });
     }
 
+    /// Made by the storage servers (stripe's `copy_range`). The kernel
+    /// drops its own pages of the copied range and the destination's
+    /// attributes once answered; EOPNOTSUPP makes it copy by reads and
+    /// writes instead (only ENOSYS would stop it asking).
+    fn copy_file_range(
+        &self,
+        _req: &Request,
+        ino_in: INodeNo,
+        _fh_in: FileHandle,
+        offset_in: u64,
+        ino_out: INodeNo,
+        _fh_out: FileHandle,
+        offset_out: u64,
+        len: u64,
+        _flags: CopyFileRangeFlags,
+        reply: ReplyWrite,
+    ) {
+        let _turn = self.readers.enter();
+        let (co, src, dst) = (self.co.clone(), self.inodes.loc(ino_in.0), self.inodes.loc(ino_out.0));
+        let span = xlator::CopySpan { src: offset_in, dst: offset_out, len };
+        self.answer(reply, async move { co.copy_range(&src?, &dst?, &[span]).await }, |r, w| r.written(w.written));
+    }
+
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         let _turn = self.readers.enter();
         let opened = self.inodes.loc(ino.0).map(|_| self.dirs.open());

@@ -42,6 +42,7 @@
 //! across an await; calls answer on the caller's task.
 
 mod calls;
+mod copy_range;
 mod data;
 mod dir;
 mod namespace;

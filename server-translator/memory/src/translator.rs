@@ -129,6 +129,10 @@ impl xlator::complete::Complete for Memory {
         self.on(Fop::Write).write(loc, offset, &data)
     }
 
+    async fn copy_range(&self, src: &Loc, dst: &Loc, ranges: &[CopySpan]) -> FsResult<WriteReply> {
+        self.on(Fop::CopyRange).copy_range(src, dst, ranges)
+    }
+
     async fn flush(&self, _loc: &Loc) -> FsResult<()> {
         // nothing is buffered (posix answers the same, whatever the loc)
         self.calls.inc(Fop::Flush);

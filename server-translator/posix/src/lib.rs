@@ -43,6 +43,7 @@
 //! (`spawn_blocking`); the only shared state is the fd cache (one short
 //! mutex) — no global lock on the hot path.
 
+mod copy;
 mod data;
 mod dirfds;
 mod dirs;

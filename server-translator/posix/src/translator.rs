@@ -146,6 +146,11 @@ impl xlator::complete::Complete for PosixTranslator {
         self.run(move |x| x.write(&l, offset, &data)).await
     }
 
+    async fn copy_range(&self, src: &Loc, dst: &Loc, ranges: &[CopySpan]) -> FsResult<WriteReply> {
+        let (s, d, spans) = (src.clone(), dst.clone(), ranges.to_vec());
+        self.run(move |x| x.copy_range(&s, &d, &spans)).await
+    }
+
     async fn flush(&self, _loc: &Loc) -> FsResult<()> {
         // Writes go straight to the file with pwrite; nothing is buffered here.
         Ok(())

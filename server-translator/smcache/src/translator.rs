@@ -387,6 +387,36 @@ impl Stateful for SmCache {
         Ok(r)
     }
 
+    /// As a write of the destination whose bytes this server never holds
+    /// in memory: under the file's lock, copy on disk, then drop the
+    /// destination's stat and every block the spans cover (a later read
+    /// populates them again), and only then reply. A fresh destination has
+    /// nothing stored to drop: its copied blocks are put at close, as its
+    /// written ones.
+    async fn copy_range(&self, src: &Loc, dst: &Loc, ranges: &[CopySpan]) -> FsResult<WriteReply> {
+        let i = &self.inner;
+        let Some(l) = i.layouts.current() else { return self.below.copy_range(src, dst, ranges).await };
+        let fid = i.fid_of(dst).await?;
+        let g = i.order.exclusive(fid).await;
+        // (dropped even when it failed: a failed copy may have landed a part)
+        let r = self.below.copy_range(src, dst, ranges).await;
+        let fresh = i.never_cached.contains(fid);
+        let mut ch = vec![Change::Del(K::Stat(fid))];
+        // (whole spans: a short copy may have landed part of the next one)
+        for s in ranges {
+            let Some((first, last)) = l.keys.covering(s.dst, s.len) else { continue };
+            if fresh {
+                i.never_cached.wrote(fid, first, last);
+                i.metrics.count("update", "fresh", last - first + 1);
+                continue;
+            }
+            ch.extend((first..=last).map(|b| Change::Del(K::Block(fid, b))));
+        }
+        i.commit(&l, ch, "update").await?;
+        drop(g);
+        r
+    }
+
     /// A fresh file written here is put in the bank once closed (see
     /// [`Inner::put_at_close`]), so another gateway's first read finds it.
     async fn release(&self, loc: &Loc) -> FsResult<()> {

@@ -83,6 +83,19 @@ impl Stateful for Upcall {
         Ok(r)
     }
 
+    /// As a write of the destination: its pages from the first span's
+    /// start to the last one's end (one item for the request's spans, which
+    /// stripe sends in file order).
+    async fn copy_range(&self, src: &Loc, dst: &Loc, ranges: &[CopySpan]) -> FsResult<WriteReply> {
+        let r = self.below.copy_range(src, dst, ranges).await?;
+        let start = ranges.iter().map(|s| s.dst).min();
+        let end = ranges.iter().map(|s| s.dst.saturating_add(s.len)).max();
+        if let (Some(fid), Some(start), Some(end)) = (dst.fid, start, end) {
+            self.call_back(Stale::new().pages(fid, start, (end - start).max(1))).await;
+        }
+        Ok(r)
+    }
+
     async fn setxattr(&self, loc: &Loc, name: &str, value: &[u8], flags: XattrFlags) -> FsResult<()> {
         self.below.setxattr(loc, name, value, flags).await?;
         self.call_back(Stale::new().attrs(loc)).await;

@@ -24,6 +24,7 @@ pub enum Call {
     Read(Loc, u64, u32),
     /// offset, length, and a seed for the bytes (keeps the log short)
     Write(Loc, u64, usize, u8),
+    CopyRange(Loc, Loc, Vec<CopySpan>),
     Flush(Loc),
     Fsync(Loc, bool),
     /// page size, plus
@@ -109,6 +110,7 @@ impl Call {
             Call::Release(..) => Fop::Release,
             Call::Read(..) => Fop::Read,
             Call::Write(..) => Fop::Write,
+            Call::CopyRange(..) => Fop::CopyRange,
             Call::Flush(..) => Fop::Flush,
             Call::Fsync(..) => Fop::Fsync,
             Call::Readdir(..) => Fop::Readdir,
@@ -146,6 +148,9 @@ impl Call {
                 .write(l, *off, payload(*len, *seed))
                 .await
                 .map(|r| format!("wrote {} {:?}", r.written, r.attr.as_ref().map(attr))),
+            Call::CopyRange(s, d, spans) => {
+                x.copy_range(s, d, spans).await.map(|r| format!("copied {} {:?}", r.written, r.attr.as_ref().map(attr)))
+            }
             Call::Flush(l) => x.flush(l).await.map(|()| String::new()),
             Call::Fsync(l, d) => x.fsync(l, *d).await.map(|()| String::new()),
             Call::Names(l, page) => names(x, l, *page).await.map(|mut v| {

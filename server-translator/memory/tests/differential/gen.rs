@@ -261,10 +261,23 @@ impl Gen {
                 let size = if self.chance(2) { memory::MAX_READ + 1 } else { self.rng.random_range(0..12_000) };
                 Call::Read(self.loc(x).await, off, size)
             }
-            81..=90 => {
+            81..=88 => {
                 let off = if self.chance(30) { 0 } else { self.rng.random_range(0..16_000) };
                 let len = self.rng.random_range(0..6_000);
                 Call::Write(self.loc(x).await, off, len, self.rng.random())
+            }
+            89..=90 => {
+                let src = self.loc(x).await;
+                // within one file a third of the time (overlapping: EINVAL)
+                let dst = if self.chance(33) { src.clone() } else { self.loc(x).await };
+                let spans = (0..self.rng.random_range(0..4))
+                    .map(|_| CopySpan {
+                        src: self.rng.random_range(0..16_000),
+                        dst: self.rng.random_range(0..16_000),
+                        len: self.rng.random_range(0..6_000),
+                    })
+                    .collect();
+                Call::CopyRange(src, dst, spans)
             }
             91 => Call::Flush(self.loc(x).await),
             92..=93 => {

@@ -13,6 +13,7 @@
 //! reads populate with add-if-absent semantics (queued, so the tests wait
 //! for them); a node that is gone costs misses, never errors.
 
+mod copies;
 mod failures;
 mod namespace;
 mod populate;
