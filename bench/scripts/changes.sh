@@ -13,7 +13,8 @@
 # usage (root; bindfs): cargo build --release -p imca
 #        bench/scripts/changes.sh [target/release/imca] [more `imca bench suite` flags]
 #   e.g. bench/scripts/changes.sh target/release/imca --quick
-# knobs: ROUNDS (3), OUT (the report's directory, kept; default a new /var/tmp/imca-changes-*),
+# knobs: OLD (another imca binary, e.g. the build before a change: adds its imca-old and
+#        imca-old-bank targets to the same run), ROUNDS (3), OUT (the report's directory, kept; default a new /var/tmp/imca-changes-*),
 #        W (work dir, a mktemp under /var/tmp, removed), IMCA (0: local and bindfs only),
 #        FRESH_FS (1: every target's files on an ext4 of its own, made for this run;
 #        0: all in W on the host's file system)
@@ -50,8 +51,9 @@ fs() {
 }
 
 up() { # up NAME [flags]: a cluster mounted at $W/NAME-mnt, its files on fs NAME
-    local name=$1; shift
-    "$BIN" up --dir "$(fs "$name")/cluster" --mount "$W/$name-mnt" "$@" >"$W/$name.out" 2>&1 &
+    local name=$1 bin=$BIN; shift
+    case $name in imca-old*) bin=$OLD ;; esac
+    "$bin" up --dir "$(fs "$name")/cluster" --mount "$W/$name-mnt" "$@" >"$W/$name.out" 2>&1 &
     PIDS+=($!)
     for _ in $(seq 1200); do [ -f "$W/fs-$name/cluster/cluster.json" ] && return 0; sleep 0.1; done
     cat "$W/$name.out" >&2; echo "changes.sh: imca up $name did not come up" >&2; exit 1
@@ -67,6 +69,13 @@ if [ "$IMCA" = 1 ]; then
     TARGETS+=(--target "imca=$W/imca-mnt,cluster=$W/fs-imca/cluster/cluster.json")
     up imca-bank
     TARGETS+=(--target "imca-bank=$W/imca-bank-mnt,cluster=$W/fs-imca-bank/cluster/cluster.json")
+    if [ -n "${OLD:-}" ]; then
+        OLD=$(realpath "$OLD")
+        up imca-old --no-cache
+        TARGETS+=(--target "imca-old=$W/imca-old-mnt,cluster=$W/fs-imca-old/cluster/cluster.json")
+        up imca-old-bank
+        TARGETS+=(--target "imca-old-bank=$W/imca-old-bank-mnt,cluster=$W/fs-imca-old-bank/cluster/cluster.json")
+    fi
 fi
 echo "# $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null) $(date -u +%FT%TZ) $(uname -r); load $(cut -d' ' -f1-3 /proc/loadavg); FRESH_FS=$FRESH_FS ROUNDS=$ROUNDS" >&2
 "$BIN" bench suite --only changes --rounds "$ROUNDS" --baseline bindfs --out "$OUT" "${TARGETS[@]}" "$@"
