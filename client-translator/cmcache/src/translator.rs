@@ -403,6 +403,10 @@ impl Stateful for CmCache {
         self.below.write(loc, offset, data).await
     }
 
+    async fn fallocate(&self, loc: &Loc, mode: FallocMode, ranges: &[Extent]) -> FsResult<Attr> {
+        self.below.fallocate(loc, mode, ranges).await
+    }
+
     async fn setxattr(&self, loc: &Loc, name: &str, value: &[u8], flags: XattrFlags) -> FsResult<()> {
         self.below.setxattr(loc, name, value, flags).await
     }

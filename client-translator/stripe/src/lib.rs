@@ -43,6 +43,7 @@
 //!   pieces failed is counted and logged (`write`).
 
 mod create;
+mod fallocate;
 mod heal;
 mod heal_attrs;
 mod healer;
@@ -379,6 +380,10 @@ impl xlator::complete::Complete for Stripe {
             return self.first().write(loc, offset, data).await;
         }
         write::write(self, loc, offset, data).await
+    }
+
+    async fn fallocate(&self, loc: &Loc, mode: FallocMode, ranges: &[Extent]) -> FsResult<Attr> {
+        self.fallocate_striped(loc, mode, ranges).await
     }
 
     async fn flush(&self, loc: &Loc) -> FsResult<()> {

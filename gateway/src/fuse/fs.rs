@@ -395,6 +395,11 @@ impl Filesystem for GatewayFs {
         self.empty(reply, async move { co.fsync(&loc?, datasync).await });
     }
 
+    fn fallocate(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, length: u64, mode: i32, reply: ReplyEmpty) {
+        let _turn = self.readers.enter();
+        self.fallocate_file(ino, offset, length, mode, reply)
+    }
+
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         let _turn = self.readers.enter();
         let opened = self.inodes.loc(ino.0).map(|_| self.dirs.open());

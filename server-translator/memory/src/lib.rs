@@ -44,6 +44,7 @@
 mod calls;
 mod data;
 mod dir;
+mod fallocate;
 mod namespace;
 mod rename;
 mod translator;

@@ -129,6 +129,10 @@ impl xlator::complete::Complete for Memory {
         self.on(Fop::Write).write(loc, offset, &data)
     }
 
+    async fn fallocate(&self, loc: &Loc, mode: FallocMode, ranges: &[Extent]) -> FsResult<Attr> {
+        self.on(Fop::Fallocate).fallocate(loc, mode, ranges)
+    }
+
     async fn flush(&self, _loc: &Loc) -> FsResult<()> {
         // nothing is buffered (posix answers the same, whatever the loc)
         self.calls.inc(Fop::Flush);

@@ -46,6 +46,7 @@
 mod data;
 mod dirfds;
 mod dirs;
+mod fallocate;
 mod fast;
 mod fdcache;
 mod ids;

@@ -146,6 +146,11 @@ impl xlator::complete::Complete for PosixTranslator {
         self.run(move |x| x.write(&l, offset, &data)).await
     }
 
+    async fn fallocate(&self, loc: &Loc, mode: FallocMode, ranges: &[Extent]) -> FsResult<Attr> {
+        let (l, r) = (loc.clone(), ranges.to_vec());
+        self.run(move |x| x.fallocate(&l, mode, &r)).await
+    }
+
     async fn flush(&self, _loc: &Loc) -> FsResult<()> {
         // Writes go straight to the file with pwrite; nothing is buffered here.
         Ok(())
