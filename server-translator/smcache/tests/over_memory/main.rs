@@ -14,6 +14,7 @@
 //! for them); a node that is gone costs misses, never errors.
 
 mod failures;
+mod fallocate;
 mod namespace;
 mod populate;
 mod support;
