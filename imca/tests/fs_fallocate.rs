@@ -6,7 +6,8 @@
 //! should (allocating grows `st_blocks`, punching shrinks it); the modes
 //! FUSE does not pass, and ranges Linux refuses, fail as Linux fails them.
 //! Then a small fsx: random writes, truncates, fallocates of every mode
-//! and reads through both gateways, checked against the local file.
+//! and reads through both gateways, checked against the local file
+//! (2,000 operations; `IMCA_FSX_OPS=n` for more).
 
 mod common;
 
