@@ -208,6 +208,8 @@ record!(DirName { name, next });
 record!(StatFs { blocks, bfree, bavail, files, ffree, bsize, namelen, frsize });
 record!(RenameFlags { noreplace, exchange });
 record!(XattrFlags { create, replace });
+record!(FallocMode { op, keep_size });
+record!(Extent { offset, len });
 record!(Removed { fid, remaining });
 record!(Renamed { moved, replaced });
 record!(Lock { kind, typ, start, end, owner, pid });
@@ -239,6 +241,7 @@ unit_enum!(FileKind, "file kind" { File = 0, Dir = 1, Symlink = 2, Fifo = 3, Soc
 unit_enum!(LockType, "lock type" { Read = 0, Write = 1, Unlock = 2 });
 unit_enum!(LockKind, "lock kind" { Posix = 0, Flock = 1, Append = 2 });
 unit_enum!(Placement, "placement" { Crc32 = 0, Modulo = 1, Consistent = 2 });
+unit_enum!(FallocOp, "fallocate op" { Allocate = 0, PunchHole = 1, ZeroRange = 2 });
 
 impl Enc for TimeSet {
     fn enc(&self, w: &mut BytesMut) {

@@ -88,6 +88,13 @@ fn lock() -> impl Strategy<Value = Lock> {
     })
 }
 
+fn falloc_mode() -> impl Strategy<Value = FallocMode> {
+    (0u8..3, any::<bool>()).prop_map(|(o, keep_size)| FallocMode {
+        op: [FallocOp::Allocate, FallocOp::PunchHole, FallocOp::ZeroRange][o as usize],
+        keep_size,
+    })
+}
+
 fn request() -> impl Strategy<Value = Request> {
     let rf = any::<(bool, bool)>().prop_map(|(noreplace, exchange)| RenameFlags { noreplace, exchange });
     let xf = any::<(bool, bool)>().prop_map(|(create, replace)| XattrFlags { create, replace });
@@ -128,6 +135,9 @@ fn request() -> impl Strategy<Value = Request> {
         (loc(), lock(), any::<bool>()).prop_map(|(loc, lock, wait)| Request::Setlk { loc, lock, wait }),
         proptest::collection::vec(loc(), 0..8).prop_map(|locs| Request::Getattrs { locs }),
         (loc(), any::<u64>(), any::<u32>()).prop_map(|(loc, cookie, max)| Request::Names { loc, cookie, max }),
+        (loc(), falloc_mode(), proptest::collection::vec(any::<(u64, u64)>(), 0..8)).prop_map(|(loc, mode, r)| {
+            Request::Fallocate { loc, mode, ranges: r.into_iter().map(|(offset, len)| Extent { offset, len }).collect() }
+        }),
         (loc(), loc(), proptest::collection::vec(any::<(u64, u64, u64)>(), 0..8)).prop_map(|(src, dst, r)| Request::CopyRange {
             src,
             dst,
@@ -287,7 +297,7 @@ fn opcodes_never_move() {
     let names = [
         "lookup", "getattr", "setattr", "readlink", "mknod", "mkdir", "create", "symlink", "link", "unlink", "rmdir",
         "rename", "open", "release", "read", "write", "flush", "fsync", "readdir", "statfs", "setxattr", "getxattr",
-        "listxattr", "removexattr", "getlk", "setlk", "getattrs", "names",
+        "listxattr", "removexattr", "getlk", "setlk", "getattrs", "names", "fallocate",
     ];
     // (the table lists them by class; the opcodes are what must not move)
     let mut table: Vec<(&str, u8)> = Fop::ALL.iter().map(|f| (f.name(), f.code())).collect();

@@ -93,6 +93,10 @@ macro_rules! __fop_table {
                 Write write = 16 (loc: &Loc as Loc, offset: u64 as u64, data: Data as Data) -> WriteReply;
                 Setxattr setxattr = 21 (loc: &Loc as Loc, name: &str as String, value: &[u8] as Data, flags: XattrFlags as XattrFlags) -> ();
                 Removexattr removexattr = 24 (loc: &Loc as Loc, name: &str as String) -> ();
+                /// Allocate, punch or zero `ranges` of the file (`mode`); the
+                /// attributes after. Stripe sends each server only the extents
+                /// it owns (at most [`crate::MAX_EXTENTS`] a call).
+                Fallocate fallocate = 29 (loc: &Loc as Loc, mode: FallocMode as FallocMode, ranges: &[Extent] as Vec<Extent>) -> Attr;
                 /// Copy bytes from file `src` to file `dst` where they are,
                 /// without them crossing the gateway: each span's `len` bytes
                 /// in full, in order (a server's copy past its end of the source
@@ -190,9 +194,9 @@ macro_rules! by_value {
 
 use crate::types::*;
 
-by_ref!(Loc => Loc, NewFile => NewFile, SetAttr => SetAttr, Lock => Lock, String => str, Vec<Loc> => [Loc]);
+by_ref!(Loc => Loc, NewFile => NewFile, SetAttr => SetAttr, Lock => Lock, String => str, Vec<Loc> => [Loc], Vec<Extent> => [Extent]);
 by_ref!(Vec<crate::CopySpan> => [crate::CopySpan]);
-by_value!(u32, i32, u64, bool, RenameFlags, XattrFlags, Data);
+by_value!(u32, i32, u64, bool, RenameFlags, XattrFlags, Data, FallocMode);
 
 impl ToWire<Data> for &[u8] {
     fn to_wire(self) -> Data {
@@ -269,7 +273,7 @@ mod tests {
     #[test]
     fn every_change_a_cache_must_hear_of_is_a_mutation() {
         let of = |c: OpClass| Fop::ALL.iter().filter(|f| f.class() == c).map(|f| f.name()).collect::<Vec<_>>();
-        assert_eq!(of(OpClass::Data), ["setattr", "open", "write", "setxattr", "removexattr", "copy_range"]);
+        assert_eq!(of(OpClass::Data), ["setattr", "open", "write", "setxattr", "removexattr", "fallocate", "copy_range"]);
         assert_eq!(of(OpClass::Namespace), ["mknod", "mkdir", "create", "symlink", "link", "unlink", "rmdir", "rename"]);
         assert!(of(OpClass::Read).iter().chain(&of(OpClass::Control)).all(|n| !n.contains("write")));
         assert!(Fop::ALL.iter().all(|f| f.class().mutates() == matches!(f.class(), OpClass::Data | OpClass::Namespace)));

@@ -4,6 +4,9 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+mod falloc;
+pub use falloc::{Extent, FallocMode, FallocOp, MAX_EXTENTS};
+
 /// A file's identity: 128 bits chosen by the gateway at create time and kept
 /// with the file on every storage server (xattr `user.imca.fid`). Cache keys
 /// are built from it, never from paths.

@@ -403,6 +403,10 @@ impl Stateful for CmCache {
         self.below.write(loc, offset, data).await
     }
 
+    async fn fallocate(&self, loc: &Loc, mode: FallocMode, ranges: &[Extent]) -> FsResult<Attr> {
+        self.below.fallocate(loc, mode, ranges).await
+    }
+
     /// The bank is the servers' to keep coherent (SMCache, as for a write).
     async fn copy_range(&self, src: &Loc, dst: &Loc, ranges: &[CopySpan]) -> FsResult<WriteReply> {
         self.below.copy_range(src, dst, ranges).await

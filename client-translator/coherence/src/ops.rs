@@ -140,6 +140,19 @@ impl Stateful for Coherence {
         r
     }
 
+    /// As a setattr with a size: what was remembered (a small file's bytes
+    /// too) goes, and the answer, the merged attributes after, replaces it.
+    /// The kernel drops its own pages of a punched or zeroed range
+    /// (`fuse_file_fallocate` truncates its page cache there on success).
+    async fn fallocate(&self, loc: &Loc, mode: FallocMode, ranges: &[Extent]) -> FsResult<Attr> {
+        let (kc, ino) = (&self.kc, ino(loc));
+        let t = kc.ticket();
+        let m = kc.changing_attrs(ino).ticket;
+        let r = self.next.fallocate(loc, mode, ranges).await;
+        kc.changed_attrs(t, m, ino, r.as_ref().ok(), None);
+        r
+    }
+
     /// As a write of the destination, whose new bytes and attributes this
     /// gateway does not see: what was remembered of it goes, before and
     /// after (the kernel drops its own pages of the range, and asks for the

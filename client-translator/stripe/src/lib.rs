@@ -46,6 +46,7 @@
 
 mod copy_range;
 mod create;
+mod fallocate;
 mod heal;
 mod heal_attrs;
 mod healer;
@@ -382,6 +383,10 @@ impl xlator::complete::Complete for Stripe {
             return self.first().write(loc, offset, data).await;
         }
         write::write(self, loc, offset, data).await
+    }
+
+    async fn fallocate(&self, loc: &Loc, mode: FallocMode, ranges: &[Extent]) -> FsResult<Attr> {
+        self.fallocate_striped(loc, mode, ranges).await
     }
 
     async fn copy_range(&self, src: &Loc, dst: &Loc, ranges: &[CopySpan]) -> FsResult<WriteReply> {

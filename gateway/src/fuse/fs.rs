@@ -399,6 +399,11 @@ impl Filesystem for GatewayFs {
         self.empty(reply, async move { co.fsync(&loc?, datasync).await });
     }
 
+    fn fallocate(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, length: u64, mode: i32, reply: ReplyEmpty) {
+        let _turn = self.readers.enter();
+        self.fallocate_file(ino, offset, length, mode, reply)
+    }
+
     /// Made by the storage servers (stripe's `copy_range`). The kernel
     /// drops its own pages of the copied range and the destination's
     /// attributes once answered; EOPNOTSUPP makes it copy by reads and

@@ -11,6 +11,7 @@
 mod answer;
 pub mod convert;
 pub mod dir_streams;
+mod fallocate;
 mod first_poll;
 pub mod fs;
 mod kernel_notifier;

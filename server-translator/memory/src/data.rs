@@ -73,7 +73,7 @@ impl Fs {
 
     /// The file a data call reaches: an open one by id, whatever the path
     /// says (posix's fd cache), else resolved, and opened from then on.
-    fn data(&mut self, loc: &Loc) -> FsResult<FileId> {
+    pub(crate) fn data(&mut self, loc: &Loc) -> FsResult<FileId> {
         if let Some(fid) = loc.fid.filter(|f| self.cached.contains(f)) {
             return Ok(fid);
         }
@@ -148,7 +148,7 @@ impl Fs {
 
     /// posix answers a write with nlink at least 1, even for a file whose
     /// last name is gone (it stats the fd and discounts its per-fid link).
-    fn write_attr(&self, fid: FileId) -> Attr {
+    pub(crate) fn write_attr(&self, fid: FileId) -> Attr {
         let mut a = self.attr(fid);
         a.nlink = a.nlink.max(1);
         a

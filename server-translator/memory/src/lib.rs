@@ -45,6 +45,7 @@ mod calls;
 mod copy_range;
 mod data;
 mod dir;
+mod fallocate;
 mod namespace;
 mod rename;
 mod translator;

@@ -129,6 +129,10 @@ impl xlator::complete::Complete for Memory {
         self.on(Fop::Write).write(loc, offset, &data)
     }
 
+    async fn fallocate(&self, loc: &Loc, mode: FallocMode, ranges: &[Extent]) -> FsResult<Attr> {
+        self.on(Fop::Fallocate).fallocate(loc, mode, ranges)
+    }
+
     async fn copy_range(&self, src: &Loc, dst: &Loc, ranges: &[CopySpan]) -> FsResult<WriteReply> {
         self.on(Fop::CopyRange).copy_range(src, dst, ranges)
     }

@@ -47,6 +47,7 @@ mod copy;
 mod data;
 mod dirfds;
 mod dirs;
+mod fallocate;
 mod fast;
 mod fdcache;
 mod ids;

@@ -349,3 +349,15 @@ pub fn euid_is_root() -> bool {
 pub fn raw(fd: &OwnedFd) -> RawFd {
     fd.as_raw_fd()
 }
+
+/// fallocate(2) of `len` bytes at `off` with Linux's `mode` flags.
+pub fn fallocate(fd: RawFd, mode: i32, off: u64, len: u64) -> io::Result<()> {
+    let off = i64::try_from(off).map_err(|_| err(libc::EFBIG))?;
+    let len = i64::try_from(len).map_err(|_| err(libc::EFBIG))?;
+    loop {
+        match cvt(unsafe { libc::fallocate(fd, mode, off, len) }) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            r => return r.map(drop),
+        }
+    }
+}

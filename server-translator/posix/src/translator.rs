@@ -146,6 +146,11 @@ impl xlator::complete::Complete for PosixTranslator {
         self.run(move |x| x.write(&l, offset, &data)).await
     }
 
+    async fn fallocate(&self, loc: &Loc, mode: FallocMode, ranges: &[Extent]) -> FsResult<Attr> {
+        let (l, r) = (loc.clone(), ranges.to_vec());
+        self.run(move |x| x.fallocate(&l, mode, &r)).await
+    }
+
     async fn copy_range(&self, src: &Loc, dst: &Loc, ranges: &[CopySpan]) -> FsResult<WriteReply> {
         let (s, d, spans) = (src.clone(), dst.clone(), ranges.to_vec());
         self.run(move |x| x.copy_range(&s, &d, &spans)).await

@@ -21,6 +21,8 @@ use tokio::sync::watch;
 use volume::{CacheConfig, FenceRequests};
 use xlator::*;
 
+mod fallocate;
+
 /// How long a mutation waits for a cache node to confirm its changes before
 /// asking for the node to be fenced. Deadline + fencing (about one lease to
 /// be noticed, one to be outwaited) stays below the gateways' storage RPC
@@ -558,6 +560,11 @@ impl Stateful for SmCache {
         }
         i.commit(&l, ch, "invalidate").await?;
         Ok(r)
+    }
+
+    /// See `fallocate`: the stat, and the blocks whose bytes turned to zeros.
+    async fn fallocate(&self, loc: &Loc, mode: FallocMode, ranges: &[Extent]) -> FsResult<Attr> {
+        self.fallocate_here(loc, mode, ranges).await
     }
 
     async fn setxattr(&self, loc: &Loc, name: &str, value: &[u8], flags: XattrFlags) -> FsResult<()> {

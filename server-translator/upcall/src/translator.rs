@@ -83,6 +83,21 @@ impl Stateful for Upcall {
         Ok(r)
     }
 
+    /// As a write: the attributes (size, blocks), and the pages of the
+    /// span this server's extents cover when their bytes turned to zeros
+    /// (an allocation leaves every byte as it was).
+    async fn fallocate(&self, loc: &Loc, mode: FallocMode, ranges: &[Extent]) -> FsResult<Attr> {
+        let r = self.below.fallocate(loc, mode, ranges).await?;
+        let start = ranges.iter().map(|e| e.offset).min();
+        let end = ranges.iter().filter_map(|e| e.end()).max();
+        let stale = match (mode.zeroes(), loc.fid, start, end) {
+            (true, Some(fid), Some(s), Some(e)) => Stale::new().pages(fid, s, e - s),
+            _ => Stale::new().attrs(loc),
+        };
+        self.call_back(stale).await;
+        Ok(r)
+    }
+
     /// As a write of the destination: its pages from the first span's
     /// start to the last one's end (one item for the request's spans, which
     /// stripe sends in file order).

@@ -37,6 +37,7 @@ pub enum Call {
     Listxattr(Loc),
     Removexattr(Loc, String),
     Getattrs(Vec<Loc>),
+    Fallocate(Loc, FallocMode, Vec<Extent>),
 }
 
 pub fn payload(len: usize, seed: u8) -> Bytes {
@@ -121,6 +122,7 @@ impl Call {
             Call::Listxattr(..) => Fop::Listxattr,
             Call::Removexattr(..) => Fop::Removexattr,
             Call::Getattrs(..) => Fop::Getattrs,
+            Call::Fallocate(..) => Fop::Fallocate,
         }
     }
 
@@ -172,6 +174,7 @@ impl Call {
                 v.join(",")
             }),
             Call::Removexattr(l, n) => x.removexattr(l, n).await.map(|()| String::new()),
+            Call::Fallocate(l, m, r) => x.fallocate(l, *m, r).await.map(|a| attr(&a)),
             Call::Getattrs(locs) => x.getattrs(locs).await.map(|v| {
                 let v: Vec<String> = v.iter().map(|a| format!("{:?}", a.as_ref().map(attr))).collect();
                 v.join(", ")

@@ -193,7 +193,7 @@ impl Gen {
 
     /// The next call; `x` (posix) is asked which ids paths hold now.
     pub async fn call(&mut self, x: &Arc<dyn Translator>) -> Call {
-        match self.rng.random_range(0..114) {
+        match self.rng.random_range(0..118) {
             0..=9 => {
                 let (p, n) = (self.dir(x).await, self.name());
                 let mut flags = libc::O_RDWR | libc::O_CREAT;
@@ -307,6 +307,21 @@ impl Gen {
                     locs.push(self.loc(x).await);
                 }
                 Call::Getattrs(locs)
+            }
+            114..=117 => {
+                let modes = [0, libc::FALLOC_FL_KEEP_SIZE, libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE];
+                let modes = [&modes[..], &[libc::FALLOC_FL_ZERO_RANGE, libc::FALLOC_FL_ZERO_RANGE | libc::FALLOC_FL_KEEP_SIZE]].concat();
+                let mode = FallocMode::from_linux(self.pick(&modes)).expect("a mode FUSE passes");
+                // a few extents in file order, as stripe sends them (now
+                // and then an empty one, which both refuse)
+                let mut at = self.rng.random_range(0..8_000);
+                let mut ranges = Vec::new();
+                for _ in 0..self.rng.random_range(1..4) {
+                    let len = if self.chance(3) { 0 } else { self.rng.random_range(1..6_000) };
+                    ranges.push(Extent { offset: at, len });
+                    at += len + self.rng.random_range(0..4_000);
+                }
+                Call::Fallocate(self.loc(x).await, mode, ranges)
             }
             // symlinks and special files as another user than root
             _ => Call::Lookup(self.dir(x).await, self.name()),

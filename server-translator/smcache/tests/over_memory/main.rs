@@ -15,6 +15,7 @@
 
 mod copies;
 mod failures;
+mod fallocate;
 mod namespace;
 mod populate;
 mod support;
