@@ -22,49 +22,7 @@ struct Node {
 }
 
 pub struct Inodes {
-    map: Mutex<Table>,
-}
-
-/// The nodes, and how many of them are at each path (several may be, for
-/// a while, when a name was reused elsewhere): whether the kernel may hold
-/// an entry is asked of every callback naming one.
-#[derive(Default)]
-struct Table {
-    nodes: HashMap<u64, Node>,
-    paths: HashMap<String, u32>,
-}
-
-impl Table {
-    fn get(&self, ino: &u64) -> Option<&Node> {
-        self.nodes.get(ino)
-    }
-
-    fn get_mut(&mut self, ino: &u64) -> Option<&mut Node> {
-        self.nodes.get_mut(ino)
-    }
-
-    fn path_added(&mut self, path: &str) {
-        *self.paths.entry(path.to_string()).or_default() += 1;
-    }
-
-    fn path_gone(&mut self, path: &str) {
-        if let Some(n) = self.paths.get_mut(path) {
-            *n -= 1;
-            if *n == 0 {
-                self.paths.remove(path);
-            }
-        }
-    }
-
-    /// Move node `ino` to `path`, keeping the path counts.
-    fn set_path(&mut self, ino: u64, path: String) {
-        let Some(node) = self.nodes.get_mut(&ino) else { return };
-        let old = std::mem::replace(&mut node.loc.path, path.clone());
-        if old != path {
-            self.path_gone(&old);
-            self.path_added(&path);
-        }
-    }
+    map: Mutex<HashMap<u64, Node>>,
 }
 
 impl Default for Inodes {
@@ -75,12 +33,12 @@ impl Default for Inodes {
 
 impl Inodes {
     pub fn new() -> Inodes {
-        let mut map = Table::default();
-        map.nodes.insert(ROOT_INO, Node { loc: Loc::root(), lookups: 1 });
+        let mut map = HashMap::new();
+        map.insert(ROOT_INO, Node { loc: Loc::root(), lookups: 1 });
         Inodes { map: Mutex::new(map) }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Node>> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -116,26 +74,15 @@ impl Inodes {
 
     /// Whether the kernel holds inode `ino` (so it may have it cached).
     pub fn knows(&self, ino: u64) -> bool {
-        self.lock().nodes.contains_key(&ino)
-    }
-
-    /// Whether the kernel may hold an entry for `name` in directory `dir`:
-    /// it does only for what it was answered (and has not forgotten); a
-    /// name it was told does not exist is not kept (ENOENT replies carry no
-    /// entry timeout).
-    pub fn knows_child(&self, dir: u64, name: &str) -> bool {
-        let map = self.lock();
-        let Some(d) = map.get(&dir) else { return false };
-        let path = if d.loc.path.is_empty() { name.to_string() } else { format!("{}/{name}", d.loc.path) };
-        map.paths.contains_key(&path)
+        self.lock().contains_key(&ino)
     }
 
     /// Every inode with the directory inode and name it was found under
     /// (`None` for the root, or when its directory is not held).
     pub fn all_entries(&self) -> Vec<(u64, Option<u64>, String)> {
         let map = self.lock();
-        let by_path: HashMap<&str, u64> = map.nodes.iter().map(|(ino, n)| (n.loc.path.as_str(), *ino)).collect();
-        map.nodes.iter()
+        let by_path: HashMap<&str, u64> = map.iter().map(|(ino, n)| (n.loc.path.as_str(), *ino)).collect();
+        map.iter()
             .map(|(ino, n)| {
                 let (dir, name) = match n.loc.path.rsplit_once('/') {
                     Some((d, name)) => (d, name),
@@ -156,9 +103,7 @@ impl Inodes {
         if let Some(node) = map.get_mut(&ino) {
             node.lookups = node.lookups.saturating_sub(n);
             if node.lookups == 0 {
-                if let Some(n) = map.nodes.remove(&ino) {
-                    map.path_gone(&n.loc.path);
-                }
+                map.remove(&ino);
                 return true;
             }
         }
@@ -168,30 +113,22 @@ impl Inodes {
     /// `from` now lives at `to`: move it and everything below it.
     pub fn renamed(&self, from: &str, to: &str) {
         let mut map = self.lock();
-        let moved: Vec<(u64, String)> = map
-            .nodes
-            .iter()
-            .filter_map(|(ino, node)| {
-                let rest = node.loc.path.strip_prefix(from)?;
-                (rest.is_empty() || rest.starts_with('/')).then(|| (*ino, format!("{to}{rest}")))
-            })
-            .collect();
-        for (ino, path) in moved {
-            map.set_path(ino, path);
+        for node in map.values_mut() {
+            if let Some(rest) = node.loc.path.strip_prefix(from) {
+                if rest.is_empty() || rest.starts_with('/') {
+                    node.loc.path = format!("{to}{rest}");
+                }
+            }
         }
     }
 }
 
 /// Paths strictly below `from` move below `to`.
-fn remember_in(map: &mut Table, dir: &str, name: &str, fid: FileId) -> u64 {
+fn remember_in(map: &mut HashMap<u64, Node>, dir: &str, name: &str, fid: FileId) -> u64 {
     let ino = fid.ino();
     let path = if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") };
     let loc = Loc { path, fid: Some(fid) };
-    if !map.nodes.contains_key(&ino) {
-        map.nodes.insert(ino, Node { loc: loc.clone(), lookups: 0 });
-        map.path_added(&loc.path);
-    }
-    let Some(node) = map.nodes.get_mut(&ino) else { return ino };
+    let node = map.entry(ino).or_insert(Node { loc: loc.clone(), lookups: 0 });
     if node.loc.fid != Some(fid) && ino != ROOT_INO {
         tracing::warn!(ino, old = ?node.loc.fid, new = %fid, "inode number reused by another file id");
     }
@@ -200,11 +137,9 @@ fn remember_in(map: &mut Table, dir: &str, name: &str, fid: FileId) -> u64 {
         // Renamed elsewhere (found under a new name): what the kernel
         // holds below it moved too, and may not be looked up again
         // while its entries are cached.
-        let old = node.loc.path.clone();
-        node.loc.fid = loc.fid;
-        map.set_path(ino, loc.path.clone());
-        if !old.is_empty() {
-            move_below(map, &old, &loc.path);
+        let old = std::mem::replace(&mut node.loc, loc.clone());
+        if !old.path.is_empty() {
+            move_below(map, &old.path, &loc.path);
         }
     } else if ino != ROOT_INO {
         node.loc = loc;
@@ -223,17 +158,13 @@ fn is_child(path: &str, dir: &str, name: &str) -> bool {
         && path.ends_with(name)
 }
 
-fn move_below(map: &mut Table, from: &str, to: &str) {
-    let moved: Vec<(u64, String)> = map
-        .nodes
-        .iter()
-        .filter_map(|(ino, node)| {
-            let rest = node.loc.path.strip_prefix(from)?;
-            rest.starts_with('/').then(|| (*ino, format!("{to}{rest}")))
-        })
-        .collect();
-    for (ino, path) in moved {
-        map.set_path(ino, path);
+fn move_below(map: &mut HashMap<u64, Node>, from: &str, to: &str) {
+    for node in map.values_mut() {
+        if let Some(rest) = node.loc.path.strip_prefix(from) {
+            if rest.starts_with('/') {
+                node.loc.path = format!("{to}{rest}");
+            }
+        }
     }
 }
 
@@ -248,7 +179,7 @@ impl Inodes {
     }
 
     pub fn len(&self) -> usize {
-        self.lock().nodes.len()
+        self.lock().len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -317,26 +248,5 @@ mod tests {
         assert_eq!(t.loc(d).unwrap().path, "dd");
         assert_eq!(t.loc(f).unwrap().path, "dd/f");
         assert_eq!(t.loc(other).unwrap().path, "x/y");
-    }
-
-    #[test]
-    fn the_kernel_holds_an_entry_only_while_a_node_is_at_its_path() {
-        let t = Inodes::new();
-        let (dfid, ffid) = (FileId::from_random(1), FileId::from_random(2));
-        let d = t.remember(&Loc::root(), "d", dfid);
-        assert!(t.knows_child(ROOT_INO, "d") && !t.knows_child(ROOT_INO, "e"));
-        assert!(!t.knows_child(d, "f"), "never answered");
-        let f = t.remember(&Loc::new("d", None), "f", ffid);
-        assert!(t.knows_child(d, "f"));
-        t.renamed("d/f", "d/g");
-        assert!(!t.knows_child(d, "f") && t.knows_child(d, "g"));
-        // the directory found under a new name: what is below moves along
-        t.remember(&Loc::root(), "e", dfid);
-        assert!(t.knows_child(ROOT_INO, "e") && !t.knows_child(ROOT_INO, "d"));
-        assert!(t.knows_child(d, "g"), "below the directory's new path");
-        t.forget(f, 1);
-        assert!(!t.knows_child(d, "g"), "forgotten");
-        assert!(!t.knows_child(999, "g"), "a directory the kernel does not hold");
-        assert_eq!(t.lock().paths.len(), 1, "only e is left: {:?}", t.lock().paths);
     }
 }

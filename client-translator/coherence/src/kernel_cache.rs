@@ -442,19 +442,10 @@ impl KernelCache {
     }
 
     /// Whether the kernel may hold what `item` invalidates.
-    ///
-    /// An entry only if it was answered with that name: dropping one takes
-    /// the directory's lock in the kernel, which a change through this
-    /// gateway in that directory holds while it waits for the servers, who
-    /// may be waiting for another gateway doing the same the other way
-    /// round; each then waited out the other's lease (1.3 s per change with
-    /// two gateways changing one directory). Every answer is remembered in
-    /// the inode table before its TTL is computed (`Inodes::knows_child`
-    /// then sees it, or the TTL sees this batch's epoch and is 0).
     fn kernel_may_hold(&self, item: &Invalidation) -> bool {
         match item {
             Invalidation::Inode { fid, .. } => self.inodes.knows(fid.ino()),
-            Invalidation::Entry { parent, name } => self.inodes.knows_child(parent.ino(), name),
+            Invalidation::Entry { parent, .. } => self.inodes.knows(parent.ino()),
             Invalidation::All => true,
         }
     }

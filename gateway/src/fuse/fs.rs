@@ -171,13 +171,9 @@ impl Filesystem for GatewayFs {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let _turn = self.readers.enter();
         if let Ok(n) = convert::name(name) {
-            // A re-validation of what was answered before (see `memo`);
-            // remembered before its TTL is computed (see `kernel_cache`:
-            // a callback meanwhile makes it 0, or finds it remembered).
-            let t = self.kc.ticket();
-            if let Some((a, _)) = self.kc.memo_entry(parent.0, n) {
+            // A re-validation of what was answered before (see `memo`).
+            if let Some((a, ttl)) = self.kc.memo_entry(parent.0, n) {
                 if self.inodes.remember_under(parent.0, n, a.fid).is_ok() {
-                    let ttl = self.kc.ttl(t, &[parent.0, a.fid.ino()]);
                     return reply.entry(&ttl, &convert::attr(&a), Generation(0));
                 }
             }

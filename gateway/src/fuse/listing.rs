@@ -67,13 +67,10 @@ pub async fn readdirplus(
                     missing = true;
                     return true;
                 };
-                // The kernel holds a lookup reference on what the reply
-                // carries: remembered before the TTL is computed (see
-                // `kernel_cache`), and given back if it did not fit.
-                co.inodes().remember(&loc, &e.name, e.fid);
                 let full = reply.add(INodeNo(e.fid.ino()), off, &e.name, &kc.ttl(t, &[ino.0, e.fid.ino()]), &convert::attr(a), gen);
-                if full {
-                    co.inodes().forget(e.fid.ino(), 1);
+                if !full {
+                    // The kernel now holds a lookup reference on it.
+                    co.inodes().remember(&loc, &e.name, e.fid);
                 }
                 full
             }
