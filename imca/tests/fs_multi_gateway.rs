@@ -123,6 +123,54 @@ fn the_same_names_created_at_once_through_both_gateways_are_whole() {
     assert_eq!(fs::read_dir(c.path_at(1, "")).unwrap().count(), 0);
 }
 
+/// Two gateways racing in one directory: while gateway 0 creates, renames
+/// and removes names in a directory it made (where it answers "absent"
+/// itself, and a removal here keeps that knowledge), every name gateway 1
+/// adds there is seen by gateway 0 as soon as the create returned, and
+/// every name gateway 1 removes is gone for it, with and without a bank.
+/// (Few rounds: each change here still waits out the other gateway's lease
+/// when both change the directory at once; docs/design.md §6.10.)
+#[test]
+fn names_added_and_removed_through_another_gateway_are_seen_while_this_one_removes_in_the_same_directory() {
+    for cache in [common::Cache::None, common::Cache::Imca(2)] {
+        let c = ClusterSpec::new().gateways(2).cache(cache.clone()).start();
+        let (a, b) = (|p: &str| c.path_at(0, p), |p: &str| c.path_at(1, p));
+        fs::create_dir(a("d")).unwrap();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let errors: Vec<String> = std::thread::scope(|s| {
+            let churn = s.spawn(|| {
+                let mut i = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    fs::write(a(&format!("d/a{i}")), b"a").unwrap();
+                    fs::rename(a(&format!("d/a{i}")), a(&format!("d/b{i}"))).unwrap();
+                    fs::remove_file(a(&format!("d/b{i}"))).unwrap();
+                    i += 1;
+                }
+                i
+            });
+            let mut errors = Vec::new();
+            for j in 0..8 {
+                let x = format!("d/x{j}");
+                fs::write(b(&x), b"x").unwrap();
+                if let Err(e) = fs::metadata(a(&x)) {
+                    errors.push(format!("{x} created through gateway 1, then through gateway 0: {e}"));
+                }
+                fs::remove_file(b(&x)).unwrap();
+                if fs::metadata(a(&x)).is_ok() {
+                    errors.push(format!("{x} removed through gateway 1, still there through gateway 0"));
+                }
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            let rounds = churn.join().unwrap();
+            assert!(rounds > 0, "gateway 0 made no change meanwhile");
+            errors
+        });
+        assert!(errors.is_empty(), "{cache:?}: {} of 16 checks failed: {:?}", errors.len(), &errors[..errors.len().min(5)]);
+        assert_eq!(fs::read_dir(a("d")).unwrap().count(), 0, "{cache:?}");
+        assert_eq!(fs::read_dir(b("d")).unwrap().count(), 0, "{cache:?}");
+    }
+}
+
 /// The durability promise across gateways: what a gateway acknowledged and
 /// fsynced survives its SIGKILL, and the other gateway reads it whole, with
 /// every name it lists readable. (The file is still open in the killed
