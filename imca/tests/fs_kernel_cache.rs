@@ -31,6 +31,21 @@ fn storage_sum(c: &Cluster, metric: &str, label: &str) -> f64 {
 }
 
 /// Stat and read `p` `n` times; returns how many requests reached gateway 0.
+/// How many directories' attributes gateway 0 fetched ahead after a change.
+fn dirs_fetched_ahead(c: &Cluster) -> f64 {
+    let u = c.gateways[0].daemon.metrics_url().expect("gateway metrics");
+    http::sum(&common::http_get(&u), "imca_gateway_dir_attrs_ahead_total", &[])
+}
+
+/// Wait until gateway 0 fetched more directories' attributes ahead than `past`.
+fn wait_fetched_ahead(c: &Cluster, past: f64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while dirs_fetched_ahead(c) <= past {
+        assert!(std::time::Instant::now() < deadline, "the directory's attributes were not fetched ahead");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 fn stat_and_read(c: &Cluster, p: &std::path::Path, want: &[u8], n: usize) -> f64 {
     let before = reaching_gateway(c, 0);
     for _ in 0..n {
@@ -300,15 +315,8 @@ fn writes_do_not_ask_for_capabilities_each_time_yet_still_drop_them() {
 #[test]
 fn a_directorys_attributes_are_fetched_right_after_a_name_is_added_here() {
     let c = ClusterSpec::new().gateways(2).start();
-    let u = c.gateways[0].daemon.metrics_url().expect("gateway metrics");
-    let ahead = || http::sum(&common::http_get(&u), "imca_gateway_dir_attrs_ahead_total", &[]);
-    let wait_ahead = |past: f64| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while ahead() <= past {
-            assert!(std::time::Instant::now() < deadline, "the directory's attributes were not fetched ahead");
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-    };
+    let ahead = || dirs_fetched_ahead(&c);
+    let wait_ahead = |past: f64| wait_fetched_ahead(&c, past);
     let asked = || -> f64 { ["lookup", "getattr"].iter().map(|op| storage_sum(&c, "imca_storage_ops_total", &format!("op=\"{op}\""))).sum() };
     let d = c.path_at(0, "d");
     let before = ahead();
@@ -342,15 +350,8 @@ fn a_directorys_attributes_are_fetched_right_after_a_name_is_added_here() {
 #[test]
 fn a_removal_here_forgets_only_what_it_touched() {
     let c = ClusterSpec::new().gateways(2).start();
-    let u = c.gateways[0].daemon.metrics_url().expect("gateway metrics");
-    let ahead = || http::sum(&common::http_get(&u), "imca_gateway_dir_attrs_ahead_total", &[]);
-    let wait_ahead = |past: f64| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while ahead() <= past {
-            assert!(std::time::Instant::now() < deadline, "the directory's attributes were not fetched ahead");
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-    };
+    let ahead = || dirs_fetched_ahead(&c);
+    let wait_ahead = |past: f64| wait_fetched_ahead(&c, past);
     let lookups = || storage_sum(&c, "imca_storage_ops_total", "op=\"lookup\"");
     let (a, b) = (|p: &str| c.path_at(0, p), |p: &str| c.path_at(1, p));
     std::fs::create_dir(a("d")).unwrap();
