@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 
 #[test]
 fn changes_through_one_gateway_are_visible_through_the_other() {
@@ -127,11 +127,13 @@ fn the_same_names_created_at_once_through_both_gateways_are_whole() {
 /// and removes names in a directory it made (where it answers "absent"
 /// itself, and a removal here keeps that knowledge), every name gateway 1
 /// adds there is seen by gateway 0 as soon as the create returned, and
-/// every name gateway 1 removes is gone for it, with and without a bank.
-/// (Few rounds: each change here still waits out the other gateway's lease
-/// when both change the directory at once; docs/design.md §6.10.)
+/// every name gateway 1 removes is gone for it, with and without a bank;
+/// and no change waited out the other gateway's lease (an entry callback
+/// reaches a kernel only for names it holds: dropping one takes the
+/// directory's lock, which that kernel's own change there holds meanwhile).
 #[test]
 fn names_added_and_removed_through_another_gateway_are_seen_while_this_one_removes_in_the_same_directory() {
+    const ROUNDS: usize = 60;
     for cache in [common::Cache::None, common::Cache::Imca(2)] {
         let c = ClusterSpec::new().gateways(2).cache(cache.clone()).start();
         let (a, b) = (|p: &str| c.path_at(0, p), |p: &str| c.path_at(1, p));
@@ -149,7 +151,7 @@ fn names_added_and_removed_through_another_gateway_are_seen_while_this_one_remov
                 i
             });
             let mut errors = Vec::new();
-            for j in 0..8 {
+            for j in 0..ROUNDS {
                 let x = format!("d/x{j}");
                 fs::write(b(&x), b"x").unwrap();
                 if let Err(e) = fs::metadata(a(&x)) {
@@ -165,10 +167,37 @@ fn names_added_and_removed_through_another_gateway_are_seen_while_this_one_remov
             assert!(rounds > 0, "gateway 0 made no change meanwhile");
             errors
         });
-        assert!(errors.is_empty(), "{cache:?}: {} of 16 checks failed: {:?}", errors.len(), &errors[..errors.len().min(5)]);
+        assert!(errors.is_empty(), "{cache:?}: {} of {} checks failed: {:?}", errors.len(), 2 * ROUNDS, &errors[..errors.len().min(5)]);
+        assert_eq!(callbacks_expired(&c), 0.0, "{cache:?}: a change waited out the other gateway's lease");
         assert_eq!(fs::read_dir(a("d")).unwrap().count(), 0, "{cache:?}");
         assert_eq!(fs::read_dir(b("d")).unwrap().count(), 0, "{cache:?}");
     }
+}
+
+/// A file under several names (hard links): every name gateway 0's kernel
+/// holds is called back when gateway 1 removes or replaces it, not only
+/// the one the gateway found the file under last.
+#[test]
+fn every_name_of_a_hard_linked_file_is_called_back() {
+    let c = ClusterSpec::new().gateways(2).start();
+    let (a, b) = (|p: &str| c.path_at(0, p), |p: &str| c.path_at(1, p));
+    fs::create_dir(a("d")).unwrap();
+    fs::write(a("d/f"), b"one").unwrap();
+    fs::hard_link(a("d/f"), a("d/g")).unwrap();
+    fs::hard_link(a("d/f"), a("h")).unwrap();
+    // gateway 0's kernel holds all three names (the second stat is its own)
+    for _ in 0..2 {
+        for n in ["d/f", "d/g", "h"] {
+            assert_eq!(fs::metadata(a(n)).unwrap().nlink(), 3, "{n}");
+        }
+    }
+    fs::remove_file(b("d/g")).unwrap();
+    assert_errno(fs::metadata(a("d/g")), libc::ENOENT);
+    fs::write(b("x"), b"another file").unwrap();
+    fs::rename(b("x"), b("h")).unwrap();
+    assert_eq!(fs::read(a("h")).unwrap(), b"another file");
+    assert_eq!(fs::read(a("d/f")).unwrap(), b"one");
+    assert_eq!(fs::metadata(a("d/f")).unwrap().nlink(), 1);
 }
 
 /// The durability promise across gateways: what a gateway acknowledged and
@@ -205,4 +234,21 @@ fn what_a_killed_gateway_fsynced_is_read_through_the_other() {
     for n in &names {
         fs::read(b(&format!("d/{n}"))).unwrap_or_else(|e| panic!("{n} is listed but not readable: {e}"));
     }
+}
+
+/// Callbacks the servers stopped waiting for because a gateway's lease ran
+/// out before it acknowledged them.
+fn callbacks_expired(c: &Cluster) -> f64 {
+    let metric = "imca_storage_callbacks_total{";
+    c.storage
+        .iter()
+        .filter_map(|d| d.metrics_url())
+        .flat_map(|u| {
+            let page = http_get(&u);
+            page.lines()
+                .filter(|l| l.starts_with(metric) && l.contains("outcome=\"expired\""))
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .collect::<Vec<_>>()
+        })
+        .sum()
 }

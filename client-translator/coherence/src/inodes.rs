@@ -9,6 +9,14 @@
 //! moves along, since the kernel may hold those entries without looking
 //! them up again. Entries live while the kernel holds lookups on
 //! them (`forget` ends them); the root lives forever.
+//!
+//! Apart from paths, the table keeps every (directory, name) the kernel was
+//! answered with, hard links' names too: an entry callback reaches the
+//! kernel only for those. Dropping an entry takes the directory's lock in
+//! the kernel, which a change through this gateway in that directory holds
+//! while the servers wait for other gateways; two gateways changing one
+//! directory each waited out the other's lease when every callback went to
+//! the kernel.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -19,10 +27,87 @@ pub const ROOT_INO: u64 = 1;
 struct Node {
     loc: Loc,
     lookups: u64,
+    /// The (directory inode, name) entries the kernel was answered with
+    /// for this inode and may still hold.
+    names: Vec<(u64, String)>,
 }
 
+/// An inode held under more names than this (hard links) stops counting
+/// them: every entry callback in its directories then reaches the kernel.
+const NAMES_PER_INODE: usize = 64;
+
 pub struct Inodes {
-    map: Mutex<HashMap<u64, Node>>,
+    map: Mutex<Table>,
+}
+
+#[derive(Default)]
+struct Table {
+    nodes: HashMap<u64, Node>,
+    /// directory inode → name → the inode the kernel was answered with.
+    entries: HashMap<u64, HashMap<String, u64>>,
+    /// Directories with an inode past [`NAMES_PER_INODE`] in them.
+    uncounted: std::collections::HashSet<u64>,
+}
+
+impl Table {
+    fn get(&self, ino: &u64) -> Option<&Node> {
+        self.nodes.get(ino)
+    }
+
+    fn get_mut(&mut self, ino: &u64) -> Option<&mut Node> {
+        self.nodes.get_mut(ino)
+    }
+
+    /// The kernel was answered `dir`/`name` → `ino`.
+    fn entry_added(&mut self, dir: u64, name: &str, ino: u64) {
+        let Some(node) = self.nodes.get_mut(&ino) else { return };
+        if !node.names.iter().any(|(d, n)| *d == dir && n == name) {
+            if node.names.len() >= NAMES_PER_INODE {
+                self.uncounted.insert(dir);
+                return;
+            }
+            node.names.push((dir, name.to_string()));
+        }
+        if let Some(old) = self.entries.entry(dir).or_default().insert(name.to_string(), ino) {
+            if old != ino {
+                self.unlink_name(old, dir, name);
+            }
+        }
+    }
+
+    /// The kernel no longer holds `dir`/`name`.
+    fn entry_gone(&mut self, dir: u64, name: &str) -> Option<u64> {
+        let names = self.entries.get_mut(&dir)?;
+        let ino = names.remove(name)?;
+        if names.is_empty() {
+            self.entries.remove(&dir);
+        }
+        self.unlink_name(ino, dir, name);
+        Some(ino)
+    }
+
+    fn unlink_name(&mut self, ino: u64, dir: u64, name: &str) {
+        if let Some(node) = self.nodes.get_mut(&ino) {
+            node.names.retain(|(d, n)| !(*d == dir && n == name));
+        }
+    }
+
+    fn node_gone(&mut self, ino: u64) {
+        let Some(node) = self.nodes.remove(&ino) else { return };
+        for (dir, name) in node.names {
+            if let Some(names) = self.entries.get_mut(&dir) {
+                if names.get(&name) == Some(&ino) {
+                    names.remove(&name);
+                }
+                if names.is_empty() {
+                    self.entries.remove(&dir);
+                }
+            }
+        }
+        // A kernel entry pins its directory's inode: none is left below it.
+        self.entries.remove(&ino);
+        self.uncounted.remove(&ino);
+    }
 }
 
 impl Default for Inodes {
@@ -33,12 +118,12 @@ impl Default for Inodes {
 
 impl Inodes {
     pub fn new() -> Inodes {
-        let mut map = HashMap::new();
-        map.insert(ROOT_INO, Node { loc: Loc::root(), lookups: 1 });
+        let mut map = Table::default();
+        map.nodes.insert(ROOT_INO, Node { loc: Loc::root(), lookups: 1, names: Vec::new() });
         Inodes { map: Mutex::new(map) }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Node>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -49,10 +134,14 @@ impl Inodes {
     }
 
     /// The kernel got one more reference to `fid`, found as `name` in the
-    /// directory at `parent_path`. Returns its inode number.
-    pub fn remember(&self, parent: &Loc, name: &str, fid: FileId) -> u64 {
+    /// directory `parent` (inode `dir`). Returns its inode number. Called
+    /// before the answer's TTL is computed: a callback of the entry from
+    /// then on reaches the kernel, and one before gives the answer TTL 0.
+    pub fn remember(&self, dir: u64, parent: &Loc, name: &str, fid: FileId) -> u64 {
         let mut map = self.lock();
-        remember_in(&mut map, &parent.path, name, fid)
+        let ino = remember_in(&mut map, &parent.path, name, fid);
+        map.entry_added(dir, name, ino);
+        ino
     }
 
     /// [`Inodes::remember`] for a name in the directory with inode `parent`
@@ -66,23 +155,59 @@ impl Inodes {
             if let Some(n) = map.get_mut(&ino) {
                 n.lookups += 1;
             }
+            map.entry_added(parent, name, ino);
             return Ok(ino);
         }
         let dir = dir.clone();
-        Ok(remember_in(&mut map, &dir, name, fid))
+        let ino = remember_in(&mut map, &dir, name, fid);
+        map.entry_added(parent, name, ino);
+        Ok(ino)
     }
 
     /// Whether the kernel holds inode `ino` (so it may have it cached).
     pub fn knows(&self, ino: u64) -> bool {
-        self.lock().contains_key(&ino)
+        self.lock().nodes.contains_key(&ino)
+    }
+
+    /// Whether the kernel may hold an entry for `name` in directory `dir`:
+    /// only if it was answered with it (a name it was told does not exist
+    /// is not kept: ENOENT replies carry no entry timeout).
+    pub fn knows_entry(&self, dir: u64, name: &str) -> bool {
+        let map = self.lock();
+        map.uncounted.contains(&dir) || map.entries.get(&dir).is_some_and(|names| names.contains_key(name))
+    }
+
+    /// The kernel dropped `dir`/`name` (a callback reached it, or a removal
+    /// here was answered).
+    pub fn entry_dropped(&self, dir: u64, name: &str) {
+        self.lock().entry_gone(dir, name);
+    }
+
+    /// The kernel moved `dir`/`name` to `newdir`/`newname` (a rename here
+    /// was answered), replacing what was there; with `exchange` the two
+    /// swapped.
+    pub fn entry_moved(&self, dir: u64, name: &str, newdir: u64, newname: &str, exchange: bool) {
+        let mut map = self.lock();
+        let moved = map.entry_gone(dir, name);
+        let replaced = map.entry_gone(newdir, newname);
+        if let Some(ino) = moved {
+            map.entry_added(newdir, newname, ino);
+        }
+        if let (Some(ino), true) = (replaced, exchange) {
+            map.entry_added(dir, name, ino);
+        }
     }
 
     /// Every inode with the directory inode and name it was found under
     /// (`None` for the root, or when its directory is not held).
+    /// (`None` for the root, or when its directory is not held); an inode
+    /// under several names comes once per name.
     pub fn all_entries(&self) -> Vec<(u64, Option<u64>, String)> {
         let map = self.lock();
-        let by_path: HashMap<&str, u64> = map.iter().map(|(ino, n)| (n.loc.path.as_str(), *ino)).collect();
-        map.iter()
+        let by_path: HashMap<&str, u64> = map.nodes.iter().map(|(ino, n)| (n.loc.path.as_str(), *ino)).collect();
+        let mut all: Vec<(u64, Option<u64>, String)> = map
+            .nodes
+            .iter()
             .map(|(ino, n)| {
                 let (dir, name) = match n.loc.path.rsplit_once('/') {
                     Some((d, name)) => (d, name),
@@ -91,7 +216,11 @@ impl Inodes {
                 let parent = if *ino == ROOT_INO { None } else { by_path.get(dir).copied() };
                 (*ino, parent, name.to_string())
             })
-            .collect()
+            .collect();
+        for (dir, names) in &map.entries {
+            all.extend(names.iter().map(|(name, ino)| (*ino, Some(*dir), name.clone())));
+        }
+        all
     }
 
     /// The kernel dropped `n` references; true if it holds none now.
@@ -103,7 +232,7 @@ impl Inodes {
         if let Some(node) = map.get_mut(&ino) {
             node.lookups = node.lookups.saturating_sub(n);
             if node.lookups == 0 {
-                map.remove(&ino);
+                map.node_gone(ino);
                 return true;
             }
         }
@@ -113,7 +242,7 @@ impl Inodes {
     /// `from` now lives at `to`: move it and everything below it.
     pub fn renamed(&self, from: &str, to: &str) {
         let mut map = self.lock();
-        for node in map.values_mut() {
+        for node in map.nodes.values_mut() {
             if let Some(rest) = node.loc.path.strip_prefix(from) {
                 if rest.is_empty() || rest.starts_with('/') {
                     node.loc.path = format!("{to}{rest}");
@@ -123,12 +252,12 @@ impl Inodes {
     }
 }
 
-/// Paths strictly below `from` move below `to`.
-fn remember_in(map: &mut HashMap<u64, Node>, dir: &str, name: &str, fid: FileId) -> u64 {
+/// One more reference to `fid` found as `name` in the directory at `dir`.
+fn remember_in(map: &mut Table, dir: &str, name: &str, fid: FileId) -> u64 {
     let ino = fid.ino();
     let path = if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") };
     let loc = Loc { path, fid: Some(fid) };
-    let node = map.entry(ino).or_insert(Node { loc: loc.clone(), lookups: 0 });
+    let node = map.nodes.entry(ino).or_insert(Node { loc: loc.clone(), lookups: 0, names: Vec::new() });
     if node.loc.fid != Some(fid) && ino != ROOT_INO {
         tracing::warn!(ino, old = ?node.loc.fid, new = %fid, "inode number reused by another file id");
     }
@@ -158,8 +287,9 @@ fn is_child(path: &str, dir: &str, name: &str) -> bool {
         && path.ends_with(name)
 }
 
-fn move_below(map: &mut HashMap<u64, Node>, from: &str, to: &str) {
-    for node in map.values_mut() {
+/// Paths strictly below `from` move below `to`.
+fn move_below(map: &mut Table, from: &str, to: &str) {
+    for node in map.nodes.values_mut() {
         if let Some(rest) = node.loc.path.strip_prefix(from) {
             if rest.starts_with('/') {
                 node.loc.path = format!("{to}{rest}");
@@ -179,7 +309,7 @@ impl Inodes {
     }
 
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().nodes.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -195,9 +325,9 @@ mod tests {
     fn lookup_forget_lifecycle() {
         let t = Inodes::new();
         let fid = FileId::from_random(42);
-        let ino = t.remember(&Loc::root(), "a", fid);
+        let ino = t.remember(ROOT_INO, &Loc::root(), "a", fid);
         assert_eq!(ino, fid.ino());
-        t.remember(&Loc::root(), "a", fid);
+        t.remember(ROOT_INO, &Loc::root(), "a", fid);
         assert_eq!(t.loc(ino).unwrap(), Loc::new("a", Some(fid)));
         t.forget(ino, 1);
         assert!(t.loc(ino).is_ok());
@@ -230,9 +360,9 @@ mod tests {
     #[test]
     fn rename_moves_descendants_only() {
         let t = Inodes::new();
-        let d = t.remember(&Loc::root(), "d", FileId::from_random(1));
-        let f = t.remember(&Loc::new("d", None), "f", FileId::from_random(2));
-        let other = t.remember(&Loc::root(), "dd", FileId::from_random(3));
+        let d = t.remember(ROOT_INO, &Loc::root(), "d", FileId::from_random(1));
+        let f = t.remember(d, &Loc::new("d", None), "f", FileId::from_random(2));
+        let other = t.remember(ROOT_INO, &Loc::root(), "dd", FileId::from_random(3));
         t.renamed("d", "x/y");
         assert_eq!(t.loc(d).unwrap().path, "x/y");
         assert_eq!(t.loc(f).unwrap().path, "x/y/f");
@@ -240,7 +370,7 @@ mod tests {
         t.exchanged("x/y", "dd");
         // Found under a new name (renamed by another gateway): what is
         // below it moves along.
-        t.remember(&Loc::root(), "z", FileId::from_random(1));
+        t.remember(ROOT_INO, &Loc::root(), "z", FileId::from_random(1));
         assert_eq!(t.loc(d).unwrap().path, "z");
         assert_eq!(t.loc(f).unwrap().path, "z/f");
         assert_eq!(t.loc(other).unwrap().path, "x/y");
@@ -248,5 +378,33 @@ mod tests {
         assert_eq!(t.loc(d).unwrap().path, "dd");
         assert_eq!(t.loc(f).unwrap().path, "dd/f");
         assert_eq!(t.loc(other).unwrap().path, "x/y");
+    }
+
+    #[test]
+    fn the_kernel_holds_the_entries_it_was_answered_with() {
+        let t = Inodes::new();
+        let (dfid, ffid) = (FileId::from_random(1), FileId::from_random(2));
+        let d = t.remember(ROOT_INO, &Loc::root(), "d", dfid);
+        assert!(t.knows_entry(ROOT_INO, "d") && !t.knows_entry(ROOT_INO, "e"));
+        assert!(!t.knows_entry(d, "f"), "never answered");
+        let f = t.remember_under(d, "f", ffid).unwrap();
+        // a hard link's second name, answered too: both are held
+        t.remember_under(d, "link", ffid).unwrap();
+        assert!(t.knows_entry(d, "f") && t.knows_entry(d, "link"));
+        t.entry_moved(d, "f", d, "g", false);
+        assert!(!t.knows_entry(d, "f") && t.knows_entry(d, "g") && t.knows_entry(d, "link"));
+        t.entry_dropped(d, "link");
+        assert!(!t.knows_entry(d, "link") && t.knows_entry(d, "g"));
+        // exchanged: both names stay held, each naming the other inode
+        let h = t.remember_under(d, "h", FileId::from_random(3)).unwrap();
+        t.entry_moved(d, "g", d, "h", true);
+        assert!(t.knows_entry(d, "g") && t.knows_entry(d, "h"));
+        t.forget(f, 3);
+        assert!(!t.knows_entry(d, "h"), "f (now at h) forgotten");
+        assert!(t.knows_entry(d, "g"), "h's inode (now at g) still held");
+        t.forget(h, 1);
+        t.forget(d, 1);
+        assert!(!t.knows_entry(ROOT_INO, "d") && !t.knows_entry(d, "g"));
+        assert!(t.lock().entries.is_empty(), "{:?}", t.lock().entries);
     }
 }

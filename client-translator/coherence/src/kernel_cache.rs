@@ -445,7 +445,7 @@ impl KernelCache {
     fn kernel_may_hold(&self, item: &Invalidation) -> bool {
         match item {
             Invalidation::Inode { fid, .. } => self.inodes.knows(fid.ino()),
-            Invalidation::Entry { parent, .. } => self.inodes.knows(parent.ino()),
+            Invalidation::Entry { parent, name } => self.inodes.knows_entry(parent.ino(), name),
             Invalidation::All => true,
         }
     }
@@ -474,7 +474,12 @@ impl KernelCache {
                 // (`apply` kept only what the kernel may hold; one it dropped
                 // since answers ENOENT)
                 Invalidation::Inode { fid, offset, len } => quiet(n.inval_inode(fid.ino(), *offset, *len)),
-                Invalidation::Entry { parent, name } => quiet(n.inval_entry(parent.ino(), name)),
+                Invalidation::Entry { parent, name } => {
+                    // Counted dropped first: an answer remembered from now
+                    // on is dropped below or counted again (never lost).
+                    self.inodes.entry_dropped(parent.ino(), name);
+                    quiet(n.inval_entry(parent.ino(), name))
+                }
                 Invalidation::All => {
                     for (ino, parent, name) in self.inodes.all_entries() {
                         quiet(n.inval_inode(ino, 0, 0));

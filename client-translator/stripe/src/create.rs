@@ -240,9 +240,14 @@ impl Stripe {
                 },
                 Err(e) => return Err(e),
             };
-            if retry || !self.remove_stray(k, parent, name, stray, 0).await? {
+            if retry {
                 break;
             }
+            // Removed, or left because the name changed under the removal
+            // (another gateway's follower step or heal put `d` there
+            // meanwhile): either way the step is tried once more, which
+            // finds `d` if it is there now.
+            self.remove_stray(k, parent, name, stray, 0).await?;
         }
         Err(FsError::EEXIST)
     }

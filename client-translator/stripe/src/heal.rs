@@ -339,24 +339,32 @@ impl Stripe {
             owner: Owner { uid: f.uid, gid: f.gid },
             exclusive: true,
         };
-        match f.kind {
-            FileKind::File => {
-                s.create(parent, &new, libc::O_RDWR).await?;
-                // create counts an open; this one is not a gateway's
-                let _ = s.release(&at).await;
-            }
-            FileKind::Dir => {
-                s.mkdir(parent, &new).await?;
-            }
+        let made = match f.kind {
+            FileKind::File => match s.create(parent, &new, libc::O_RDWR).await {
+                Ok(_) => {
+                    // create counts an open; this one is not a gateway's
+                    let _ = s.release(&at).await;
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            },
+            FileKind::Dir => s.mkdir(parent, &new).await.map(drop),
             FileKind::Symlink => {
                 let target = self.first().readlink(&at).await?;
-                s.symlink(parent, &new, &target).await?;
+                s.symlink(parent, &new, &target).await.map(drop)
             }
-            k => {
-                s.mknod(parent, &new, kind_bits(k) | f.perm, f.rdev).await?;
-            }
+            k => s.mknod(parent, &new, kind_bits(k) | f.perm, f.rdev).await.map(drop),
+        };
+        match made {
+            Ok(()) => Ok(Outcome::Repaired),
+            // Made meanwhile: by the follower step of the create itself
+            // (two gateways creating the name at once) or another heal.
+            Err(FsError::EEXIST) => Ok(match s.lookup(parent, name).await {
+                Ok(a) if a.fid == f.fid => Outcome::Agrees,
+                _ => Outcome::Left,
+            }),
+            Err(e) => Err(e),
         }
-        Ok(Outcome::Repaired)
     }
 
     /// One half of a directory move follower `i` missed; the rename once

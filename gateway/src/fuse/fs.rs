@@ -89,21 +89,24 @@ impl GatewayFs {
     /// arguments), then the inode table learns the name (the kernel holds
     /// one more reference), and the reply gets the TTL of a ticket taken
     /// before the call.
-    fn entry<A, F>(&self, reply: ReplyEntry, args: FsResult<(Loc, String, A)>, call: impl FnOnce(Arc<Coherence>, Loc, String, A) -> F + Send + 'static)
-    where
+    fn entry<A, F>(
+        &self,
+        reply: ReplyEntry,
+        parent: INodeNo,
+        args: FsResult<(Loc, String, A)>,
+        call: impl FnOnce(Arc<Coherence>, Loc, String, A) -> F + Send + 'static,
+    ) where
         A: Send + 'static,
         F: Future<Output = FsResult<Attr>> + Send + 'static,
     {
         let (co, inodes, kc, t) = (self.co.clone(), self.inodes.clone(), self.kc.clone(), self.kc.ticket());
-        // (no directory: an inode never held, so TTL 0)
-        let dir = args.as_ref().ok().and_then(|(p, _, _)| p.fid).map_or(0, FileId::ino);
         let work = async move {
             let (ploc, name, extra) = args?;
             let attr = call(co, ploc.clone(), name.clone(), extra).await?;
-            inodes.remember(&ploc, &name, attr.fid);
+            inodes.remember(parent.0, &ploc, &name, attr.fid);
             Ok(attr)
         };
-        self.answer(reply, work, move |r, a| r.entry(&kc.ttl(t, &[dir, a.fid.ino()]), &convert::attr(&a), Generation(0)));
+        self.answer(reply, work, move |r, a| r.entry(&kc.ttl(t, &[parent.0, a.fid.ino()]), &convert::attr(&a), Generation(0)));
     }
 
     /// Answer a request that changes nothing the kernel is handed back
@@ -171,9 +174,13 @@ impl Filesystem for GatewayFs {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let _turn = self.readers.enter();
         if let Ok(n) = convert::name(name) {
-            // A re-validation of what was answered before (see `memo`).
-            if let Some((a, ttl)) = self.kc.memo_entry(parent.0, n) {
+            // A re-validation of what was answered before (see `memo`);
+            // remembered before its TTL is computed (an entry callback
+            // meanwhile then reaches the kernel, or makes the TTL 0).
+            let t = self.kc.ticket();
+            if let Some((a, _)) = self.kc.memo_entry(parent.0, n) {
                 if self.inodes.remember_under(parent.0, n, a.fid).is_ok() {
+                    let ttl = self.kc.ttl(t, &[parent.0, a.fid.ino()]);
                     return reply.entry(&ttl, &convert::attr(&a), Generation(0));
                 }
             }
@@ -185,7 +192,7 @@ impl Filesystem for GatewayFs {
         // Not remembered: the coherence translator may list ahead, wait
         // for holds under way, or ask the servers.
         let args = parent_and_name(&self.inodes, parent, name).map(|(p, n)| (p, n.to_string(), ()));
-        self.entry(reply, args, |co, p, n, ()| async move { co.lookup(&p, &n).await });
+        self.entry(reply, parent, args, |co, p, n, ()| async move { co.lookup(&p, &n).await });
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
@@ -244,33 +251,37 @@ impl Filesystem for GatewayFs {
         let _turn = self.readers.enter();
         let args = parent_and_name(&self.inodes, parent, name)
             .map(|(p, n)| (p, n.to_string(), new_file(n, mode & !umask, owner(req), true)));
-        self.entry(reply, args, move |co, p, _, new| async move { co.mknod(&p, &new, mode, rdev).await });
+        self.entry(reply, parent, args, move |co, p, _, new| async move { co.mknod(&p, &new, mode, rdev).await });
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
         let _turn = self.readers.enter();
         let args = parent_and_name(&self.inodes, parent, name)
             .map(|(p, n)| (p, n.to_string(), new_file(n, mode & !umask, owner(req), true)));
-        self.entry(reply, args, |co, p, _, new| async move { co.mkdir(&p, &new).await });
+        self.entry(reply, parent, args, |co, p, _, new| async move { co.mkdir(&p, &new).await });
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let _turn = self.readers.enter();
-        let co = self.co.clone();
+        let (co, inodes) = (self.co.clone(), self.inodes.clone());
         let args = parent_and_name(&self.inodes, parent, name).map(|(p, n)| (p, n.to_string()));
         self.empty(reply, async move {
             let (p, n) = args?;
-            co.unlink(&p, &n).await
+            co.unlink(&p, &n).await?;
+            inodes.entry_dropped(parent.0, &n);
+            Ok(())
         });
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let _turn = self.readers.enter();
-        let co = self.co.clone();
+        let (co, inodes) = (self.co.clone(), self.inodes.clone());
         let args = parent_and_name(&self.inodes, parent, name).map(|(p, n)| (p, n.to_string()));
         self.empty(reply, async move {
             let (p, n) = args?;
-            co.rmdir(&p, &n).await
+            co.rmdir(&p, &n).await?;
+            inodes.entry_dropped(parent.0, &n);
+            Ok(())
         });
     }
 
@@ -280,7 +291,7 @@ impl Filesystem for GatewayFs {
             let target = target.to_str().ok_or(FsError::EILSEQ)?.to_string();
             Ok((p, n.to_string(), (new_file(n, 0o777, owner(req), true), target)))
         });
-        self.entry(reply, args, |co, p, _, (new, target)| async move { co.symlink(&p, &new, &target).await });
+        self.entry(reply, parent, args, |co, p, _, (new, target)| async move { co.symlink(&p, &new, &target).await });
     }
 
     fn rename(
@@ -310,6 +321,7 @@ impl Filesystem for GatewayFs {
         let work = async move {
             let (p, n, np, nn) = args?;
             co.rename(&p, &n, &np, &nn, rflags).await?;
+            inodes.entry_moved(parent.0, &n, newparent.0, &nn, rflags.exchange);
             let (from, to) = (p.child(&n).path, np.child(&nn).path);
             if rflags.exchange {
                 inodes.exchanged(&from, &to);
@@ -327,7 +339,7 @@ impl Filesystem for GatewayFs {
             .inodes
             .loc(ino.0)
             .and_then(|l| parent_and_name(&self.inodes, newparent, newname).map(|(p, n)| (p, n.to_string(), l)));
-        self.entry(reply, args, |co, np, nn, loc| async move { co.link(&loc, &np, &nn).await });
+        self.entry(reply, newparent, args, |co, np, nn, loc| async move { co.link(&loc, &np, &nn).await });
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
@@ -514,7 +526,7 @@ impl Filesystem for GatewayFs {
         let work = async move {
             let (ploc, new) = args?;
             let attr = co.create(&ploc, &new, flags).await?;
-            inodes.remember(&ploc, &new.name, attr.fid);
+            inodes.remember(parent.0, &ploc, &new.name, attr.fid);
             Ok(attr)
         };
         self.answer(reply, work, move |r, a| {

@@ -67,10 +67,13 @@ pub async fn readdirplus(
                     missing = true;
                     return true;
                 };
+                // The kernel holds a lookup reference on what the reply
+                // carries: remembered before the TTL is computed (see
+                // `Inodes::remember`), and given back if it did not fit.
+                co.inodes().remember(ino.0, &loc, &e.name, e.fid);
                 let full = reply.add(INodeNo(e.fid.ino()), off, &e.name, &kc.ttl(t, &[ino.0, e.fid.ino()]), &convert::attr(a), gen);
-                if !full {
-                    // The kernel now holds a lookup reference on it.
-                    co.inodes().remember(&loc, &e.name, e.fid);
+                if full {
+                    co.inodes().forget(e.fid.ino(), 1);
                 }
                 full
             }
