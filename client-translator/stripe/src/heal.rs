@@ -325,8 +325,11 @@ impl Stripe {
             }
             Ok(a) if a.kind == f.kind => {
                 // A rename this follower missed: keep its units, add the name.
-                s.link(&at, parent, name).await?;
-                return Ok(Outcome::Repaired);
+                return match s.link(&at, parent, name).await {
+                    Ok(_) => Ok(Outcome::Repaired),
+                    Err(FsError::EEXIST) => Ok(self.made_meanwhile(i, parent, name, f.fid).await),
+                    Err(e) => Err(e),
+                };
             }
             Ok(_) => return Ok(Outcome::Left),
             Err(FsError::ENOENT) | Err(FsError::ESTALE) => {}
@@ -357,13 +360,18 @@ impl Stripe {
         };
         match made {
             Ok(()) => Ok(Outcome::Repaired),
-            // Made meanwhile: by the follower step of the create itself
-            // (two gateways creating the name at once) or another heal.
-            Err(FsError::EEXIST) => Ok(match s.lookup(parent, name).await {
-                Ok(a) if a.fid == f.fid => Outcome::Agrees,
-                _ => Outcome::Left,
-            }),
+            Err(FsError::EEXIST) => Ok(self.made_meanwhile(i, parent, name, f.fid).await),
             Err(e) => Err(e),
+        }
+    }
+
+    /// The name a heal was making on follower `i` was taken meanwhile: by
+    /// the follower step of the create itself (two gateways creating the
+    /// name at once) or another heal, which agrees if it holds `fid`.
+    async fn made_meanwhile(&self, i: usize, parent: &Loc, name: &str, fid: FileId) -> Outcome {
+        match self.subvols[i].lookup(parent, name).await {
+            Ok(a) if a.fid == fid => Outcome::Agrees,
+            _ => Outcome::Left,
         }
     }
 
