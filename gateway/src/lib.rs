@@ -229,6 +229,7 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
     }
     // What the kernel is about to cache is first held on every server.
     tokio::spawn(graph.coherence.run_holds(drain.stopped()));
+    let releases = tokio::spawn(graph.coherence.run_releases(drain.stopped()));
     let fs = fuse::GatewayFs::new(tokio::runtime::Handle::current(), graph.coherence.clone()).selinux(args.selinux);
     let threads = args.fuse_threads.unwrap_or_else(|| cpus().clamp(2, 8));
     let mp = mountpoint.clone();
@@ -268,6 +269,8 @@ pub async fn run(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Resu
     }
     let result = tokio::task::spawn_blocking(move || mounted.unmount()).await?;
     drain.drain(DRAIN).await;
+    // the releases of the last closes go before the connections do
+    let _ = tokio::time::timeout(DRAIN, releases).await;
     tracing::info!(mount = %mountpoint.display(), "unmounted");
     result
 }

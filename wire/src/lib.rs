@@ -32,7 +32,7 @@ mod request;
 
 pub use callback::{Invalidation, NO_SESSION};
 pub use reply::{decode_reply, encode_reply, Reply, ReplyMsg, ReplyShape};
-pub use request::{Op, Request, MAX_HOLD};
+pub use request::{Op, Request, MAX_HOLD, MAX_RELEASES};
 
 /// How long a server holds a blocking lock request (`Setlk` with `wait`)
 /// before it answers "ask again" (EAGAIN): part of the protocol, since a

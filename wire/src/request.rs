@@ -17,8 +17,11 @@ const POLL: u8 = 66;
 const HOLD: u8 = 68;
 const UNHOLD: u8 = 69;
 const RECLAIM: u8 = 70;
+const RELEASES: u8 = 71;
 /// Inodes one `Hold` may name.
 pub const MAX_HOLD: usize = 4096;
+/// Files one `Releases` may name.
+pub const MAX_RELEASES: usize = 1024;
 
 macro_rules! requests {
     ($( $(#[$doc:meta])* $v:ident $m:ident = $code:literal ($($a:ident : $p:ty as $w:ty),*) -> $r:ty; )*) => {
@@ -43,6 +46,9 @@ macro_rules! requests {
             /// a lock one of the gateway's owners was granted before the
             /// server restarted, asked back (see `locks::recovery`)
             Reclaim { loc: Loc, lock: Lock },
+            /// the kernel closed these files: a [`Fop::Release`] of each, in
+            /// order, in one message (see `coherence::releases`)
+            Releases { locs: Vec<Loc> },
         }
 
         /// What a request asks for, for metrics and logs.
@@ -55,6 +61,7 @@ macro_rules! requests {
             Hold,
             Unhold,
             Reclaim,
+            Releases,
         }
 
         impl Request {
@@ -67,6 +74,7 @@ macro_rules! requests {
                     Request::Hold { .. } => Op::Hold,
                     Request::Unhold { .. } => Op::Unhold,
                     Request::Reclaim { .. } => Op::Reclaim,
+                    Request::Releases { .. } => Op::Releases,
                 }
             }
 
@@ -107,6 +115,10 @@ macro_rules! requests {
                         loc.put(&mut w, &mut bulk);
                         lock.put(&mut w, &mut bulk);
                     }
+                    Request::Releases { locs } => {
+                        w.put_u8(RELEASES);
+                        locs.put(&mut w, &mut bulk);
+                    }
                 }
                 Message::new(w.freeze(), bulk)
             }
@@ -121,6 +133,7 @@ macro_rules! requests {
                     HOLD => Request::Hold { session: Field::take(&mut r, &msg.bulk)?, inos: Field::take(&mut r, &msg.bulk)? },
                     UNHOLD => Request::Unhold { session: Field::take(&mut r, &msg.bulk)?, inos: Field::take(&mut r, &msg.bulk)? },
                     RECLAIM => Request::Reclaim { loc: Field::take(&mut r, &msg.bulk)?, lock: Field::take(&mut r, &msg.bulk)? },
+                    RELEASES => Request::Releases { locs: Field::take(&mut r, &msg.bulk)? },
                     t => return Err(WireError::BadTag { what: "opcode", tag: t }),
                 };
                 r.finish()?;
@@ -135,7 +148,7 @@ for_each_fop!(requests);
 impl Op {
     /// Every message kind, file operations first.
     pub fn all() -> impl Iterator<Item = Op> {
-        Fop::ALL.iter().map(|f| Op::File(*f)).chain([Op::GetVolumeConfig, Op::SetVolumeConfig, Op::Poll, Op::Hold, Op::Unhold, Op::Reclaim])
+        Fop::ALL.iter().map(|f| Op::File(*f)).chain([Op::GetVolumeConfig, Op::SetVolumeConfig, Op::Poll, Op::Hold, Op::Unhold, Op::Reclaim, Op::Releases])
     }
 
     /// Lower-case name, used as the `op` metric label.
@@ -148,6 +161,7 @@ impl Op {
             Op::Hold => "hold",
             Op::Unhold => "unhold",
             Op::Reclaim => "reclaim",
+            Op::Releases => "releases",
         }
     }
 }

@@ -149,6 +149,7 @@ fn request() -> impl Strategy<Value = Request> {
         (any::<u64>(), proptest::collection::vec(any::<u64>(), 0..20)).prop_map(|(session, inos)| Request::Hold { session, inos }),
         (any::<u64>(), proptest::collection::vec(any::<u64>(), 0..20)).prop_map(|(session, inos)| Request::Unhold { session, inos }),
         (loc(), lock()).prop_map(|(loc, lock)| Request::Reclaim { loc, lock }),
+        proptest::collection::vec(loc(), 0..8).prop_map(|locs| Request::Releases { locs }),
     ]
 }
 

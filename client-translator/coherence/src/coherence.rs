@@ -9,6 +9,7 @@ use crate::kernel_cache::{KernelCache, Mode};
 use crate::kernel_notify::KernelNotify;
 use crate::lock_owners::LockOwners;
 use crate::opens_in_flight::Opens;
+use crate::releases::Releases;
 use crate::stat_ahead::{Ahead, TRIGGER};
 use bytes::Bytes;
 use protocol_client::ProtocolClient;
@@ -36,6 +37,8 @@ pub struct Coherence {
     appends: Arc<Appends>,
     /// opens still on their way to the servers (kernel caching on)
     opens: Arc<Opens>,
+    /// releases gathered to go to the servers together
+    releases: Arc<Releases>,
     /// the leaves, in stripe order: holds and lock reclaims are asked of
     /// a server itself
     servers: Vec<Arc<ProtocolClient>>,
@@ -53,6 +56,7 @@ impl Coherence {
             locks: Arc::new(LockOwners::new(servers.len())),
             appends: Arc::default(),
             opens: Arc::default(),
+            releases: Arc::default(),
             servers,
         }
     }
@@ -99,6 +103,18 @@ impl Coherence {
     /// is about to cache, round after round, until `stop` (see `holds`).
     pub fn run_holds(&self, stop: impl Future<Output = ()>) -> impl Future<Output = ()> {
         self.kc.holds().clone().run(self.servers.clone(), self.kc.drop_from_kernel(), stop)
+    }
+
+    /// Send the releases the kernel's closes leave (see `releases`), until
+    /// `stop`, and then what is left.
+    pub fn run_releases(&self, stop: impl Future<Output = ()>) -> impl Future<Output = ()> {
+        self.releases.clone().run(self.servers.clone(), stop)
+    }
+
+    /// The kernel closed what `loc` names: every server hears it soon, in
+    /// a message with others (see `releases`).
+    pub fn release_later(&self, loc: Loc) {
+        self.releases.push(loc);
     }
 
     /// Open handle `fh` (of what `loc` names, with open(2) `flags`) on the

@@ -31,7 +31,8 @@
 //! did not expect it) and the opens sent behind the application's back
 //! (`opens_in_flight`, GlusterFS's open-behind).
 //!
-//! Task model: the holds' registrar runs as one task ([`Coherence::run_holds`]);
+//! Task model: the holds' registrar runs as one task ([`Coherence::run_holds`]),
+//! the releases' sender as another ([`Coherence::run_releases`]);
 //! upcalls are delivered by the gateway's poll loops (one per server);
 //! kernel notifications run on blocking threads.
 
@@ -49,6 +50,7 @@ mod memo;
 mod memo_names;
 mod ops;
 mod opens_in_flight;
+mod releases;
 mod small_files;
 mod stat_ahead;
 

@@ -172,6 +172,15 @@ impl ProtocolClient {
         }
     }
 
+    /// The kernel closed the files at `locs`: a release of each, in one
+    /// message (at most [`wire::MAX_RELEASES`]).
+    pub async fn releases(&self, locs: Vec<xlator::Loc>) -> FsResult<()> {
+        match self.call(Request::Releases { locs }, 0).await? {
+            Reply::Unit => Ok(()),
+            other => Err(self.unexpected("releases", &other)),
+        }
+    }
+
     /// Ask back `lock`, granted to one of this gateway's owners before the
     /// server restarted (ENOLCK: it is lost; see the `locks` server translator).
     pub async fn reclaim(&self, loc: xlator::Loc, lock: xlator::Lock) -> FsResult<()> {

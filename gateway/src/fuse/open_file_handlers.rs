@@ -90,8 +90,9 @@ impl GatewayFs {
 
     pub(super) fn release_file(&self, ino: INodeNo, fh: FileHandle, lock_owner: Option<LockOwner>, reply: ReplyEmpty) {
         // The application's close does not wait for the servers: a release
-        // only lets a server free an unlinked file's space, and an unlink
-        // that overtakes it leaves the space held until it arrives.
+        // only lets a server free an unlinked file's space (or put a new
+        // file's blocks in the bank), and an unlink that overtakes it leaves
+        // the space held until it arrives. It goes with others (`releases`).
         let (co, loc) = (self.co.clone(), self.inodes.loc(ino.0));
         reply.ok();
         first_poll::run(&self.rt, async move {
@@ -99,11 +100,8 @@ impl GatewayFs {
             if let Ok(loc) = loc {
                 // The open file's OFD and flock locks go with it.
                 co.locks().release(co.lower(), &loc, ino.0, fh.0, lock_owner.map(|o| o.0)).await;
-                if !landed {
-                    return;
-                }
-                if let Err(e) = co.release(&loc).await {
-                    tracing::debug!(path = %loc.path, ?e, "release failed");
+                if landed {
+                    co.release_later(loc);
                 }
             }
         });

@@ -72,6 +72,18 @@ impl ProtocolServer {
             Request::Unhold { session: s, inos } if s == session => c.leases.unhold(s, &inos).map(|()| Reply::Unit),
             Request::Poll { .. } | Request::Hold { .. } | Request::Unhold { .. } => Err(FsError::EINVAL),
             Request::Reclaim { loc, lock } => c.locks.reclaim(session, &loc, lock).map(|()| Reply::Unit),
+            Request::Releases { locs } if locs.len() <= wire::MAX_RELEASES => {
+                // each as its own release, in order (a failed one is the
+                // gateway's to log: it answered the kernel long ago)
+                session::scope(session, async {
+                    for loc in &locs {
+                        let _ = self.top.release(loc).await;
+                    }
+                })
+                .await;
+                Ok(Reply::Unit)
+            }
+            Request::Releases { .. } => Err(FsError::EINVAL),
             Request::GetVolumeConfig {} => {
                 let config = c.volume.current();
                 Ok(Reply::Config { accepted: false, fence: c.volume.fences.open(&config), config })
@@ -99,7 +111,7 @@ macro_rules! call_translator {
             match req {
                 $( Request::$v { $($a),* } => x.$m($($a.as_param()),*).await.map(ReplyShape::into_reply), )*
                 Request::GetVolumeConfig {} | Request::SetVolumeConfig { .. } | Request::Poll { .. } | Request::Hold { .. }
-                | Request::Unhold { .. } | Request::Reclaim { .. } => {
+                | Request::Unhold { .. } | Request::Reclaim { .. } | Request::Releases { .. } => {
                     Err(FsError::ENOSYS)
                 }
             }
