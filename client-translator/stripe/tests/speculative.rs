@@ -109,3 +109,63 @@ async fn a_heal_leaves_a_new_untouched_follower_only_name_and_removes_it_later()
     s.setxattr(&root, stripe::HEAL_XATTR, b"1", XattrFlags::default()).await.unwrap();
     assert_eq!(names(&m0).await, names(&m1).await);
 }
+
+/// Two gateways (two stripes over the same servers) make the same names at
+/// once, directories and files without O_EXCL: every name ends up made,
+/// one object with one id on both servers, and a mkdir fails only with
+/// EEXIST when the other's made the name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_names_made_at_once_by_two_gateways_are_one_object_everywhere() {
+    let (m0, m1) = servers();
+    // every call waits a few scheduler turns first: the two gateways'
+    // steps interleave as over a network
+    let jittered = |m: &Next| -> Next { std::sync::Arc::new(Wrap::new(Jitter(std::sync::atomic::AtomicU64::new(1)), m.clone())) };
+    let (j0, j1) = (jittered(&m0), jittered(&m1));
+    let a = std::sync::Arc::new(Stripe::new(vec![j0.clone(), j1.clone()], UNIT).unwrap());
+    let b = std::sync::Arc::new(Stripe::new(vec![j0, j1], UNIT).unwrap());
+    let run = |s: std::sync::Arc<Stripe>, base: u128| async move {
+        let root = Loc::root();
+        let mut made = Vec::new();
+        for i in 0..200u128 {
+            let d = s.mkdir(&root, &nf(&format!("d{i}"), base + 2 * i, true)).await;
+            assert!(matches!(d, Ok(_) | Err(FsError::EEXIST)), "mkdir d{i}: {d:?}");
+            made.push(d.is_ok());
+            let f = s.create(&root, &nf(&format!("f{i}"), base + 2 * i + 1, false), libc::O_RDWR).await;
+            let f = f.unwrap_or_else(|e| panic!("create f{i}: {e:?}"));
+            s.release(&Loc { path: format!("f{i}"), fid: Some(f.fid) }).await.unwrap();
+        }
+        made
+    };
+    let (x, y) = tokio::join!(tokio::spawn(run(a, 1_000)), tokio::spawn(run(b, 100_000)));
+    let (x, y) = (x.unwrap(), y.unwrap());
+    for i in 0..200 {
+        assert!(x[i] || y[i], "both mkdirs of d{i} failed");
+    }
+    let (n0, n1) = (names(&m0).await, names(&m1).await);
+    assert_eq!(n0.len(), 400, "server 0: {n0:?}");
+    assert_eq!(n1, n0, "the follower holds server 0's names and ids");
+}
+
+/// Waits 0–3 scheduler turns before each call (a cheap pseudo-random walk).
+struct Jitter(std::sync::atomic::AtomicU64);
+
+impl Around for Jitter {
+    fn name(&self) -> &str {
+        "jitter"
+    }
+
+    fn around<'a, T: Send + 'a>(
+        &'a self,
+        _fop: Fop,
+        call: impl std::future::Future<Output = FsResult<T>> + Send + 'a,
+    ) -> impl std::future::Future<Output = FsResult<T>> + Send + 'a {
+        let x = self.0.fetch_add(0x9E37_79B9_7F4A_7C15, std::sync::atomic::Ordering::Relaxed);
+        let turns = (x >> 61) & 3;
+        async move {
+            for _ in 0..turns {
+                tokio::task::yield_now().await;
+            }
+            call.await
+        }
+    }
+}
