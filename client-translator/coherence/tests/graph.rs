@@ -23,7 +23,7 @@ async fn graph() -> (Arc<Coherence>, Next) {
 #[tokio::test]
 async fn a_callback_that_travels_up_drops_what_it_names() {
     let (co, top) = graph().await;
-    let f = top.create(&Loc::root(), &new_file("f", 7), libc::O_RDWR).await.unwrap();
+    let f = top.create(&Loc::root(), &new_file("f", 7), libc::O_RDWR).await.unwrap().attr;
     let ino = f.fid.ino();
     assert_eq!(co.kernel().memo_attr(ino).map(|(a, _)| a), Some(f.clone()), "a create here is remembered");
     let callback = Upcall { server: 0, items: vec![Invalidation::attrs(f.fid)], seq: 1, ..Upcall::default() };
@@ -34,7 +34,7 @@ async fn a_callback_that_travels_up_drops_what_it_names() {
 #[tokio::test]
 async fn a_change_here_leaves_its_answer_and_a_rename_forgets_everything() {
     let (co, top) = graph().await;
-    let f = top.create(&Loc::root(), &new_file("f", 8), libc::O_RDWR).await.unwrap();
+    let f = top.create(&Loc::root(), &new_file("f", 8), libc::O_RDWR).await.unwrap().attr;
     let (loc, ino) = (Loc::new("f", Some(f.fid)), f.fid.ino());
     let set = SetAttr { size: Some(5), ..SetAttr::default() };
     let after = top.setattr(&loc, &set).await.unwrap();
@@ -48,7 +48,7 @@ async fn a_change_here_leaves_its_answer_and_a_rename_forgets_everything() {
 async fn a_lease_not_renewed_serves_nothing() {
     let co = Arc::new(Coherence::new(memory::memory(), Mode::On, Vec::new()));
     let top: Next = Arc::new(InGraph::new(co.clone()));
-    let f = top.create(&Loc::root(), &new_file("f", 9), libc::O_RDWR).await.unwrap();
+    let f = top.create(&Loc::root(), &new_file("f", 9), libc::O_RDWR).await.unwrap().attr;
     assert!(co.kernel().memo_attr(f.fid.ino()).is_none(), "no lease: the memo does not answer");
     assert_eq!(co.kernel().ttl(co.kernel().ticket(), &[f.fid.ino()]), Duration::ZERO);
 }

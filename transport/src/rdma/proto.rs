@@ -35,7 +35,7 @@ pub(crate) const HF_AUTH: u8 = 1;
 const MAGIC: [u8; 4] = *b"IMCR";
 const HELLO_MAGIC: [u8; 4] = *b"IMCH";
 /// The version in the connection hello; both sides must speak the same.
-pub const VERSION: u16 = 8; // 2: nonces, proofs and KIND_AUTH; 3: the `wire` codec of TCP version 5; 4: of TCP version 6; 5: of TCP version 7; 6: of TCP version 8; 7: of TCP version 9; 8: of TCP version 10
+pub const VERSION: u16 = 9; // 2: nonces, proofs and KIND_AUTH; 3: the `wire` codec of TCP version 5; 4: of TCP version 6; 5: of TCP version 7; 6: of TCP version 8; 7: of TCP version 9; 8: of TCP version 10; 9: of TCP version 11
 /// No head or bulk may exceed this (matches the TCP transport's frame cap).
 pub(crate) const MAX_PART: u32 = 64 * 1024 * 1024;
 
