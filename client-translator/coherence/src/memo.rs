@@ -606,6 +606,44 @@ mod tests {
     }
 
     #[test]
+    fn a_directorys_attributes_carried_by_a_change_here_are_kept_unless_it_was_forgotten_meanwhile() {
+        let m = Memo::default();
+        let d = dir(60);
+        let ino = d.fid.ino();
+        // an add: the directory is forgotten before it is sent and once answered
+        let sent = m.forget_attrs(ino);
+        m.take_attrs(99);
+        let own = m.forget_attrs(ino);
+        assert!(m.store_after_change(sent, own, &d), "other inodes changed meanwhile, and its own forget");
+        assert_eq!(m.attr(ino), Some(d.clone()));
+        let voided = |what: &str, change: &dyn Fn()| {
+            let sent = m.forget_attrs(ino);
+            change();
+            let own = m.forget_attrs(ino);
+            assert!(!m.store_after_change(sent, own, &d), "{what}");
+            assert!(m.attr(ino).is_none(), "{what}");
+        };
+        voided("another change here in the directory", &|| {
+            m.forget_attrs(ino);
+        });
+        voided("the directory was called back", &|| m.forget_inode(ino));
+        voided("a name of it was called back", &|| m.forget_entry(ino, "x"));
+        voided("everything was forgotten", &|| m.clear());
+        // a removal
+        let r = m.removing(ino, &["a"]);
+        m.take_attrs(99);
+        assert!(m.removed(r, &["a"], true, &[61], None, Some(&d)));
+        assert_eq!(m.attr(ino), Some(d.clone()));
+        let r = m.removing(ino, &["a"]);
+        m.forget_inode(ino);
+        assert!(!m.removed(r, &["a"], true, &[61], None, Some(&d)), "called back during the removal");
+        assert!(m.attr(ino).is_none());
+        let r = m.removing(ino, &["a"]);
+        assert!(!m.removed(r, &["a"], true, &[61], None, Some(&dir(62))), "another object's attributes");
+        assert!(m.attr(ino).is_none() && m.attr(dir(62).fid.ino()).is_none());
+    }
+
+    #[test]
     fn forgetting_an_entry_forgets_what_it_named_and_the_directory() {
         let m = Memo::default();
         let (dir, f) = (attr(1, 0), attr(7, 3));
