@@ -313,7 +313,8 @@ impl Coherence {
     }
 
     /// Fetch directory `dir`'s attributes beside the requests that follow
-    /// a change in it here (see [`Coherence::added`]).
+    /// a change in it here whose answer did not leave them known (see
+    /// [`Coherence::added`]).
     fn dir_ahead(&self, dir: &Loc) {
         let kc = &self.kc;
         if !kc.memo_serving() {

@@ -80,7 +80,7 @@ impl Posix {
         let _id = self.lock_id(new.fid);
         self.check_new_fid(new.fid)?;
         sys::mknodat(raw(&dir.fd), &new.name, fmt | self.policy().perm(new.perm), rdev as u64)?;
-        self.made(&dir, self.finish_create(&dir, new, None)?)
+        Ok(self.made(&dir, self.finish_create(&dir, new, None)?))
     }
 
     pub fn mkdir(&self, parent: &Loc, new: &NewFile) -> io::Result<Made> {
@@ -96,7 +96,7 @@ impl Posix {
         if r.is_err() {
             self.free_dir_fid(new.fid);
         }
-        self.made(&dir, r?)
+        Ok(self.made(&dir, r?))
     }
 
     pub fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> io::Result<Made> {
@@ -118,7 +118,7 @@ impl Posix {
                     o
                 }
             })?;
-            return self.made(&dir, a);
+            return Ok(self.made(&dir, a));
         }
         let base = libc::O_RDWR | libc::O_NOFOLLOW;
         let a = match sys::openat(raw(&dir.fd), &new.name, base | libc::O_CREAT | libc::O_EXCL, self.policy().perm(new.perm)) {
@@ -126,7 +126,7 @@ impl Posix {
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) && !exclusive => self.open_existing(&dir, &new.name, flags),
             Err(e) => Err(e),
         };
-        self.made(&dir, a?)
+        Ok(self.made(&dir, a?))
     }
 
     /// open(O_CREAT) of an existing name opens it, as a local FS would (a
@@ -166,13 +166,13 @@ impl Posix {
         let _id = self.lock_id(new.fid);
         self.check_new_fid(new.fid)?;
         sys::symlinkat(target, raw(&dir.fd), &new.name)?;
-        self.made(&dir, self.finish_create(&dir, new, None)?)
+        Ok(self.made(&dir, self.finish_create(&dir, new, None)?))
     }
 
     /// A new name's answer: its object, and directory `dir` as it is now,
     /// just after the change (taken while the name's lock is still held).
-    fn made(&self, dir: &Obj, attr: Attr) -> io::Result<Made> {
-        Ok(Made { attr, dir: self.dir_after(dir) })
+    fn made(&self, dir: &Obj, attr: Attr) -> Made {
+        Made { attr, dir: self.dir_after(dir) }
     }
 
     /// Directory `dir`'s attributes as they are now, right after a change
@@ -239,7 +239,7 @@ impl Posix {
         check_new_name(dir.fid, newname)?;
         sys::link_fd(raw(&o.fd), raw(&dir.fd), newname)?;
         let a = self.restat(&mut o)?;
-        self.made(&dir, a)
+        Ok(self.made(&dir, a))
     }
 
     pub fn unlink(&self, parent: &Loc, name: &str) -> io::Result<Removed> {
