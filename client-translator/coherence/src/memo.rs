@@ -594,15 +594,11 @@ mod tests {
             assert!(!m.store_ahead(t, &d), "{what}");
             assert!(m.attr(ino).is_none(), "{what}");
         };
-        voided("the directory changed here", &|| {
-            m.forget_attrs(ino);
-        });
+        voided("the directory changed here", &|| _ = m.forget_attrs(ino));
         voided("the directory was called back", &|| m.forget_inode(ino));
         voided("a name of it was called back", &|| m.forget_entry(ino, "x"));
         voided("everything was forgotten", &|| m.clear());
-        voided("more changes than are kept by inode", &|| (0..RECENT as u64 + 1).for_each(|i| {
-            m.forget_attrs(100 + i);
-        }));
+        voided("more changes than are kept by inode", &|| (0..RECENT as u64 + 1).for_each(|i| _ = m.forget_attrs(100 + i)));
     }
 
     #[test]
@@ -623,9 +619,7 @@ mod tests {
             assert!(!m.store_after_change(sent, own, &d), "{what}");
             assert!(m.attr(ino).is_none(), "{what}");
         };
-        voided("another change here in the directory", &|| {
-            m.forget_attrs(ino);
-        });
+        voided("another change here in the directory", &|| _ = m.forget_attrs(ino));
         voided("the directory was called back", &|| m.forget_inode(ino));
         voided("a name of it was called back", &|| m.forget_entry(ino, "x"));
         voided("everything was forgotten", &|| m.clear());
@@ -710,9 +704,7 @@ mod tests {
             assert!(m.content(ino).is_none(), "{what}");
         };
         goes("a callback of the inode", &|| m.forget_inode(ino));
-        goes("a change to its attributes here", &|| {
-            m.forget_attrs(ino);
-        });
+        goes("a change to its attributes here", &|| _ = m.forget_attrs(ino));
         goes("a callback of a name of it", &|| {
             assert!(m.store_entry(m.ticket(), 1, "f", &a));
             m.forget_entry(1, "f")
