@@ -203,7 +203,7 @@ async fn corrupt_or_foreign_values_are_misses() {
     let p = Pipeline::start(Spec::default());
     let g = &p.gateways[0];
     let new = NewFile { name: "x".into(), fid: FileId::from_random(42), perm: 0o644, owner: Owner::default(), exclusive: false };
-    let a = g.create(&Loc::root(), &new, libc::O_RDWR | libc::O_CREAT).await.unwrap();
+    let a = g.create(&Loc::root(), &new, libc::O_RDWR | libc::O_CREAT).await.unwrap().attr;
     let loc = Loc::new("x", Some(a.fid));
     let data: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
     g.write(&loc, 0, Bytes::from(data.clone())).await.unwrap();
@@ -235,7 +235,7 @@ async fn blocks_larger_than_the_stripe_unit_are_not_served() {
     let p = Pipeline::start(Spec { block_size: 128 * 1024, stripe_unit: 64 * 1024, ..Default::default() });
     let (g0, g1) = (&p.gateways[0], &p.gateways[1]);
     let new = NewFile { name: "x".into(), fid: FileId::from_random(7), perm: 0o644, owner: Owner::default(), exclusive: false };
-    let a = g0.create(&Loc::root(), &new, libc::O_RDWR | libc::O_CREAT).await.unwrap();
+    let a = g0.create(&Loc::root(), &new, libc::O_RDWR | libc::O_CREAT).await.unwrap().attr;
     let loc = Loc::new("x", Some(a.fid));
     let before = p.cache_count("read", "hit");
     for round in 0..3u8 {

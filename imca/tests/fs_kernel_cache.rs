@@ -30,22 +30,29 @@ fn storage_sum(c: &Cluster, metric: &str, label: &str) -> f64 {
     c.storage.iter().filter_map(|d| d.metrics_url()).map(|u| http::sum(&common::http_get(&u), metric, &[label])).sum()
 }
 
-/// Stat and read `p` `n` times; returns how many requests reached gateway 0.
-/// How many directories' attributes gateway 0 fetched ahead after a change.
+/// How many directories' attributes gateway 0 knew ahead of its kernel's
+/// asking after a change there (carried by the change's answer, or fetched
+/// right after it).
 fn dirs_fetched_ahead(c: &Cluster) -> f64 {
     let u = c.gateways[0].daemon.metrics_url().expect("gateway metrics");
     http::sum(&common::http_get(&u), "imca_gateway_dir_attrs_ahead_total", &[])
 }
 
-/// Wait until gateway 0 fetched more directories' attributes ahead than `past`.
+/// Wait until gateway 0 knew more directories' attributes ahead than `past`.
 fn wait_fetched_ahead(c: &Cluster, past: f64) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while dirs_fetched_ahead(c) <= past {
-        assert!(std::time::Instant::now() < deadline, "the directory's attributes were not fetched ahead");
+        assert!(std::time::Instant::now() < deadline, "the directory's attributes were not known ahead");
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
 
+/// Getattrs that reached the storage servers.
+fn storage_getattrs(c: &Cluster) -> f64 {
+    storage_sum(c, "imca_storage_ops_total", "op=\"getattr\"")
+}
+
+/// Stat and read `p` `n` times; returns how many requests reached gateway 0.
 fn stat_and_read(c: &Cluster, p: &std::path::Path, want: &[u8], n: usize) -> f64 {
     let before = reaching_gateway(c, 0);
     for _ in 0..n {
@@ -308,12 +315,13 @@ fn writes_do_not_ask_for_capabilities_each_time_yet_still_drop_them() {
 }
 
 /// A name added to a directory here makes the kernel drop the directory's
-/// attributes and ask for them at its next path walk. The gateway fetches
-/// them as soon as the change is answered, so that GETATTR is answered here
-/// with the attributes after the change (the same as another gateway sees),
-/// also when a write follows the create at once.
+/// attributes and ask for them at its next path walk. The change's answer
+/// carries them as they are just after it (each server's copy, merged), so
+/// that GETATTR is answered here with the attributes after the change (the
+/// same as another gateway sees), also when a write follows the create at
+/// once, and no getattr reaches the servers.
 #[test]
-fn a_directorys_attributes_are_fetched_right_after_a_name_is_added_here() {
+fn a_directorys_attributes_come_with_the_answer_when_a_name_is_added_here() {
     let c = ClusterSpec::new().gateways(2).start();
     let ahead = || dirs_fetched_ahead(&c);
     let wait_ahead = |past: f64| wait_fetched_ahead(&c, past);
@@ -328,12 +336,13 @@ fn a_directorys_attributes_are_fetched_right_after_a_name_is_added_here() {
         ("symlink", &|p| std::os::unix::fs::symlink("t", p).unwrap()),
     ];
     for (i, (what, add)) in add.iter().enumerate() {
-        let before = ahead();
+        let (before, getattrs) = (ahead(), storage_getattrs(&c));
         add(&d.join(format!("n{i}")));
         wait_ahead(before);
         let (servers, here) = (asked(), answered_here(&c, 0, "getattr"));
         let seen = std::fs::metadata(&d).unwrap();
         assert_eq!(asked() - servers, 0.0, "{what}: the directory's attributes were asked of the servers");
+        assert_eq!(storage_getattrs(&c) - getattrs, 0.0, "{what}: a getattr reached the servers (none is sent ahead)");
         assert!(answered_here(&c, 0, "getattr") > here, "{what}: not answered by the gateway");
         let there = std::fs::metadata(c.path_at(1, "d")).unwrap();
         let key = |m: &std::fs::Metadata| (m.nlink(), m.size(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec());
@@ -344,9 +353,9 @@ fn a_directorys_attributes_are_fetched_right_after_a_name_is_added_here() {
 /// A removal or a rename here forgets only what it touched: a directory made
 /// here stays known whole (the lookup before a create in it is answered
 /// "absent" here, the servers not asked), its attributes after the change
-/// are fetched ahead (GETATTR answered here, the same as another gateway
-/// sees); and a name another gateway then adds, even one just removed here,
-/// is seen here at once.
+/// come with the answer (GETATTR answered here, the same as another gateway
+/// sees, and no getattr reaches the servers); and a name another gateway
+/// then adds, even one just removed here, is seen here at once.
 #[test]
 fn a_removal_here_forgets_only_what_it_touched() {
     let c = ClusterSpec::new().gateways(2).start();
@@ -367,12 +376,13 @@ fn a_removal_here_forgets_only_what_it_touched() {
         }),
     ];
     for (i, (what, remove)) in remove.iter().enumerate() {
-        let before = ahead();
+        let (before, getattrs) = (ahead(), storage_getattrs(&c));
         remove();
         wait_ahead(before);
         let here = answered_here(&c, 0, "getattr");
         let seen = std::fs::metadata(a("d")).unwrap();
         assert!(answered_here(&c, 0, "getattr") > here, "{what}: the directory's attributes were not answered here");
+        assert_eq!(storage_getattrs(&c) - getattrs, 0.0, "{what}: a getattr reached the servers (none is sent ahead)");
         let there = std::fs::metadata(b("d")).unwrap();
         let key = |m: &std::fs::Metadata| (m.nlink(), m.size(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec());
         assert_eq!(key(&seen), key(&there), "{what}: the directory's attributes after the change");

@@ -60,11 +60,11 @@ async fn device_nodes_and_set_id_bits_stay_out_of_the_export() {
     }
     // A setuid-root program: created, chmodded, made by mknod; a setgid directory.
     let su = NewFile { perm: 0o4755, ..nf("su") };
-    assert_eq!(c.create(&root(), &su, libc::O_RDWR).await.unwrap().perm, 0o755);
+    assert_eq!(c.create(&root(), &su, libc::O_RDWR).await.unwrap().attr.perm, 0o755);
     let chmod = SetAttr { perm: Some(0o6755), ..Default::default() };
     assert_eq!(c.setattr(&at("su", su.fid), &chmod).await.unwrap().perm, 0o755);
-    assert_eq!(c.mknod(&root(), &NewFile { perm: 0o4755, ..nf("su2") }, libc::S_IFREG, 0).await.unwrap().perm, 0o755);
-    assert_eq!(c.mkdir(&root(), &NewFile { perm: 0o2775, ..nf("sg") }).await.unwrap().perm, 0o775);
+    assert_eq!(c.mknod(&root(), &NewFile { perm: 0o4755, ..nf("su2") }, libc::S_IFREG, 0).await.unwrap().attr.perm, 0o755);
+    assert_eq!(c.mkdir(&root(), &NewFile { perm: 0o2775, ..nf("sg") }).await.unwrap().attr.perm, 0o775);
     for name in ["su", "su2", "sg"] {
         let m = std::fs::metadata(e.export.join(name)).unwrap().mode();
         assert_eq!(m & (libc::S_ISUID | libc::S_ISGID), 0, "{name}: {m:o}");
@@ -83,20 +83,20 @@ async fn allow_flags_and_root_squash() {
         a.allow_setid = true;
     })
     .await;
-    let a = e.c.mknod(&root(), &nf("null"), libc::S_IFCHR | 0o666, 1 << 8 | 3).await.unwrap();
+    let a = e.c.mknod(&root(), &nf("null"), libc::S_IFCHR | 0o666, 1 << 8 | 3).await.unwrap().attr;
     assert_eq!(a.rdev, 1 << 8 | 3);
-    assert_eq!(e.c.create(&root(), &NewFile { perm: 0o4755, ..nf("su") }, 0).await.unwrap().perm, 0o4755);
+    assert_eq!(e.c.create(&root(), &NewFile { perm: 0o4755, ..nf("su") }, 0).await.unwrap().attr.perm, 0o4755);
     assert_eq!(std::fs::metadata(e.export.join("su")).unwrap().mode() & 0o7777, 0o4755);
 
     let e = env_with(|a| a.root_squash = true).await;
     let f = nf("f");
-    let a = e.c.create(&root(), &f, 0).await.unwrap();
+    let a = e.c.create(&root(), &f, 0).await.unwrap().attr;
     assert_eq!((a.uid, a.gid), (65534, 65534));
     assert_eq!(std::fs::metadata(e.export.join("f")).unwrap().uid(), 65534);
     let to_root = SetAttr { uid: Some(0), gid: Some(0), ..Default::default() };
     assert_eq!(e.c.setattr(&at("f", f.fid), &to_root).await.unwrap_err(), FsError::EPERM);
     let u = NewFile { owner: Owner { uid: 1001, gid: 1001 }, ..nf("u") };
-    assert_eq!(e.c.create(&root(), &u, 0).await.unwrap().uid, 1001);
+    assert_eq!(e.c.create(&root(), &u, 0).await.unwrap().attr.uid, 1001);
 }
 
 /// The attack: `rm` of the files that filled the disk did not free their

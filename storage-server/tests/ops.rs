@@ -34,19 +34,19 @@ async fn create_mkdir_and_exclusivity() {
     let e = env().await;
     let c = &e.c;
     let d = NewFile { perm: 0o750, owner: Owner { uid: 1234, gid: 4321 }, ..nf("dir") };
-    let a = c.mkdir(&root(), &d).await.unwrap();
+    let a = c.mkdir(&root(), &d).await.unwrap().attr;
     assert_eq!((a.kind, a.perm, a.uid, a.gid, a.fid), (FileKind::Dir, 0o750, 1234, 4321, d.fid));
     assert_eq!(c.mkdir(&root(), &nf("dir")).await.unwrap_err(), FsError::EEXIST);
     let f = NewFile { perm: 0o600, ..nf("a") };
-    let a = c.create(&path("dir"), &f, libc::O_RDWR).await.unwrap();
+    let a = c.create(&path("dir"), &f, libc::O_RDWR).await.unwrap().attr;
     assert_eq!((a.kind, a.perm, a.size, a.nlink), (FileKind::File, 0o600, 0, 1));
     assert_eq!(c.create(&path("dir"), &nf("a"), 0).await.unwrap_err(), FsError::EEXIST);
     // Not exclusive: opens the existing file, keeps its id, O_TRUNC truncates.
     c.write(&at("dir/a", f.fid), 0, Bytes::from_static(b"12345")).await.unwrap();
     let again = NewFile { exclusive: false, ..nf("a") };
-    let a = c.create(&path("dir"), &again, libc::O_RDWR).await.unwrap();
+    let a = c.create(&path("dir"), &again, libc::O_RDWR).await.unwrap().attr;
     assert_eq!((a.fid, a.size), (f.fid, 5));
-    let a = c.create(&path("dir"), &again, libc::O_RDWR | libc::O_TRUNC).await.unwrap();
+    let a = c.create(&path("dir"), &again, libc::O_RDWR | libc::O_TRUNC).await.unwrap().attr;
     assert_eq!((a.fid, a.size), (f.fid, 0));
     assert_eq!(c.create(&root(), &NewFile { exclusive: false, ..nf("dir") }, 0).await.unwrap_err(), FsError::EISDIR);
     assert_eq!(c.create(&path("nodir"), &nf("x"), 0).await.unwrap_err(), FsError::ENOENT);
@@ -94,7 +94,7 @@ async fn symlink_readlink_mknod() {
     let e = env().await;
     let c = &e.c;
     let s = nf("ln");
-    let a = c.symlink(&root(), &s, "some/target").await.unwrap();
+    let a = c.symlink(&root(), &s, "some/target").await.unwrap().attr;
     assert_eq!((a.kind, a.fid, a.size), (FileKind::Symlink, s.fid, 11));
     assert_eq!(c.readlink(&path("ln")).await.unwrap(), "some/target");
     assert_eq!(c.readlink(&at("renamed-away", s.fid)).await.unwrap(), "some/target");
@@ -104,7 +104,7 @@ async fn symlink_readlink_mknod() {
     c.create(&root(), &f, 0).await.unwrap();
     assert_eq!(c.readlink(&path("f")).await.unwrap_err(), FsError::EINVAL);
     let p = nf("fifo");
-    let a = c.mknod(&root(), &p, libc::S_IFIFO, 0).await.unwrap();
+    let a = c.mknod(&root(), &p, libc::S_IFIFO, 0).await.unwrap().attr;
     assert_eq!((a.kind, a.fid), (FileKind::Fifo, p.fid));
     assert!(std::fs::symlink_metadata(e.export.join("fifo")).unwrap().file_type().is_fifo_like());
     assert_eq!(c.lookup(&root(), "fifo").await.unwrap().fid, p.fid);
@@ -127,7 +127,7 @@ async fn link_unlink_and_nlink_accounting() {
     let f = nf("a");
     c.create(&root(), &f, 0).await.unwrap();
     c.mkdir(&root(), &nf("d")).await.unwrap();
-    let a = c.link(&at("a", f.fid), &path("d"), "b").await.unwrap();
+    let a = c.link(&at("a", f.fid), &path("d"), "b").await.unwrap().attr;
     assert_eq!((a.fid, a.nlink), (f.fid, 2));
     assert_eq!(c.lookup(&path("d"), "b").await.unwrap().nlink, 2);
     assert_eq!(c.link(&path("a"), &path("d"), "b").await.unwrap_err(), FsError::EEXIST);

@@ -44,7 +44,7 @@ async fn a_striped_write_that_fills_a_server_leaves_no_zeroed_units() {
         servers.push(s);
     }
     let s = stripe::Stripe::new(clients.clone(), UNIT).unwrap();
-    let a = s.create(&root(), &nf("f"), libc::O_RDWR).await.unwrap();
+    let a = s.create(&root(), &nf("f"), libc::O_RDWR).await.unwrap().attr;
     let l = at("f", a.fid);
     let old: Vec<u8> = (0..4 * UNIT).map(old_byte).collect();
     s.write(&l, 0, Bytes::from(old.clone())).await.unwrap();

@@ -11,7 +11,7 @@ async fn create_write_read_stat_list_remove() {
     let c = &e.c;
     assert!(c.epoch() >= 1, "the epoch is learned from replies");
     let new = nf("hello.txt");
-    let a = c.create(&root(), &new, libc::O_RDWR).await.unwrap();
+    let a = c.create(&root(), &new, libc::O_RDWR).await.unwrap().attr;
     assert_eq!(a.fid, new.fid);
     assert_eq!(a.kind, FileKind::File);
     assert_eq!(a.nlink, 1);

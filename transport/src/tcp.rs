@@ -73,7 +73,7 @@ use std::time::Duration;
 /// The first four bytes each side sends.
 pub const MAGIC: [u8; 4] = *b"IMCA";
 /// Bumped whenever the hello, the frame layout or the `wire` codec changes incompatibly.
-pub const PROTOCOL_VERSION: u16 = 11; // 3: the hello carries max_frame and idle_timeout_ms; 4: challenge, proofs and a verdict; 5: a write reply carries blocks_before; 6: getattrs; 7: names; 8: holds; 9: lock reclaims; 10: copy_range and fallocate; 11: releases in batches
+pub const PROTOCOL_VERSION: u16 = 11; // 3: the hello carries max_frame and idle_timeout_ms; 4: challenge, proofs and a verdict; 5: a write reply carries blocks_before; 6: getattrs; 7: names; 8: holds; 9: lock reclaims; 10: copy_range and fallocate; 11: releases in batches, directory attributes after namespace changes
 /// Default largest frame (head + bulk) either side accepts.
 pub const DEFAULT_MAX_FRAME: usize = 64 * 1024 * 1024;
 /// Default established connections a server serves at once.

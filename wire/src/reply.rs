@@ -14,8 +14,10 @@ use xlator::*;
 pub enum Reply {
     /// open, release, flush, fsync, setxattr, removexattr
     Unit,
-    /// lookup, getattr, setattr, mknod, mkdir, create, symlink, link
+    /// lookup, getattr, setattr, fallocate
     Attr(Attr),
+    /// mknod, mkdir, create, symlink, link
+    Made(Made),
     /// readlink
     Target(String),
     Removed(Removed),
@@ -143,6 +145,10 @@ pub fn encode_reply(epoch: u64, result: &Result<Reply, FsError>) -> Message {
                 seq.enc(&mut w);
                 everything.enc(&mut w)
             }
+            Reply::Made(x) => {
+                w.put_u8(17);
+                x.enc(&mut w)
+            }
         },
     }
     Message::new(w.freeze(), bulk)
@@ -179,6 +185,7 @@ pub fn decode_reply(msg: &Message) -> Result<ReplyMsg, WireError> {
         14 => Ok(Reply::Attrs(Dec::dec(&mut r)?)),
         15 => Ok(Reply::DirNames(Dec::dec(&mut r)?)),
         16 => Ok(Reply::Held { seq: Dec::dec(&mut r)?, everything: Dec::dec(&mut r)? }),
+        17 => Ok(Reply::Made(Dec::dec(&mut r)?)),
         t => return Err(WireError::BadTag { what: "reply", tag: t }),
     };
     r.finish()?;
@@ -214,6 +221,7 @@ macro_rules! shapes {
 
 shapes!(
     Attr => Attr,
+    Made => Made,
     String => Target,
     Removed => Removed,
     Renamed => Renamed,

@@ -162,7 +162,7 @@ fn invalidation() -> impl Strategy<Value = Invalidation> {
 }
 
 fn removed() -> impl Strategy<Value = Removed> {
-    (fid(), proptest::option::of(attr())).prop_map(|(fid, remaining)| Removed { fid, remaining })
+    (fid(), proptest::option::of(attr()), proptest::option::of(attr())).prop_map(|(fid, remaining, dir)| Removed { fid, remaining, dir })
 }
 
 fn reply() -> impl Strategy<Value = Result<Reply, FsError>> {
@@ -184,7 +184,9 @@ fn reply() -> impl Strategy<Value = Result<Reply, FsError>> {
         attr().prop_map(|a| Ok(Reply::Attr(a))),
         name().prop_map(|t| Ok(Reply::Target(t))),
         removed().prop_map(|r| Ok(Reply::Removed(r))),
-        (fid(), proptest::option::of(removed())).prop_map(|(moved, replaced)| Ok(Reply::Renamed(Renamed { moved, replaced }))),
+        (attr(), proptest::option::of(attr())).prop_map(|(attr, dir)| Ok(Reply::Made(Made { attr, dir }))),
+        (fid(), proptest::option::of(removed()), proptest::option::of(attr()), proptest::option::of(attr()))
+            .prop_map(|(moved, replaced, dir, newdir)| Ok(Reply::Renamed(Renamed { moved, replaced, dir, newdir }))),
         bytes().prop_map(|d| Ok(Reply::Data(d))),
         (any::<u32>(), proptest::option::of(attr()), proptest::option::of(any::<u64>()), proptest::option::of(any::<u64>()))
             .prop_map(|(written, attr, size_before, blocks_before)| Ok(Reply::Written(WriteReply { written, attr, size_before, blocks_before }))),

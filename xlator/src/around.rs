@@ -10,7 +10,7 @@ use crate::error::FsResult;
 use crate::fops::Fop;
 use crate::translator::{Next, Translator};
 use crate::types::*;
-use crate::{Removed, Renamed};
+use crate::{Made, Removed, Renamed};
 use async_trait::async_trait;
 use std::future::Future;
 

@@ -12,7 +12,7 @@
 use crate::error::FsResult;
 use crate::translator::{Next, Translator};
 use crate::types::*;
-use crate::{Removed, Renamed, Upcall};
+use crate::{Made, Removed, Renamed, Upcall};
 use async_trait::async_trait;
 
 macro_rules! complete_trait {

@@ -110,12 +110,12 @@ macro_rules! __fop_table {
             // Namespace mutations: add, remove or move a name.
             namespace {
                 /// `mode` carries the file-type bits (S_IFIFO, S_IFSOCK, S_IFCHR, S_IFBLK).
-                Mknod mknod = 5 (parent: &Loc as Loc, new: &NewFile as NewFile, mode: u32 as u32, rdev: u32 as u32) -> Attr;
-                Mkdir mkdir = 6 (parent: &Loc as Loc, new: &NewFile as NewFile) -> Attr;
+                Mknod mknod = 5 (parent: &Loc as Loc, new: &NewFile as NewFile, mode: u32 as u32, rdev: u32 as u32) -> Made;
+                Mkdir mkdir = 6 (parent: &Loc as Loc, new: &NewFile as NewFile) -> Made;
                 /// Create a regular file (and open it: `flags` are the open(2) flags).
-                Create create = 7 (parent: &Loc as Loc, new: &NewFile as NewFile, flags: i32 as i32) -> Attr;
-                Symlink symlink = 8 (parent: &Loc as Loc, new: &NewFile as NewFile, target: &str as String) -> Attr;
-                Link link = 9 (loc: &Loc as Loc, newparent: &Loc as Loc, newname: &str as String) -> Attr;
+                Create create = 7 (parent: &Loc as Loc, new: &NewFile as NewFile, flags: i32 as i32) -> Made;
+                Symlink symlink = 8 (parent: &Loc as Loc, new: &NewFile as NewFile, target: &str as String) -> Made;
+                Link link = 9 (loc: &Loc as Loc, newparent: &Loc as Loc, newname: &str as String) -> Made;
                 Unlink unlink = 10 (parent: &Loc as Loc, name: &str as String) -> Removed;
                 Rmdir rmdir = 11 (parent: &Loc as Loc, name: &str as String) -> Removed;
                 Rename rename = 12 (parent: &Loc as Loc, name: &str as String, newparent: &Loc as Loc, newname: &str as String, flags: RenameFlags as RenameFlags) -> Renamed;

@@ -36,7 +36,7 @@ pub use error::{FsError, FsResult};
 pub use around::{Around, Wrap};
 pub use fops::{AsParam, Fop, OpClass, ToWire};
 pub use stateful::{InGraph, Stateful};
-pub use translator::{Invalidation, Next, Removed, Renamed, Translator, Upcall};
+pub use translator::{Invalidation, Made, Next, Removed, Renamed, Translator, Upcall};
 pub use types::*;
 
 /// Largest xattr value (Linux's XATTR_SIZE_MAX): the reply bulk a getxattr

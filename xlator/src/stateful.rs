@@ -14,7 +14,7 @@
 use crate::error::{FsError, FsResult};
 use crate::translator::{Next, Translator};
 use crate::types::*;
-use crate::{Removed, Renamed, Upcall};
+use crate::{Made, Removed, Renamed, Upcall};
 use async_trait::async_trait;
 use std::sync::Arc;
 

@@ -17,20 +17,37 @@ use std::sync::Arc;
 /// The translator below this one.
 pub type Next = Arc<dyn Translator>;
 
+/// What a create, mkdir, mknod, symlink or link made: the new name's
+/// object, and the directory it was added to as it is just after (NFSv3's
+/// post-op attributes), so a gateway need not ask for them again. `dir` is
+/// None when not every server gave its copy.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Made {
+    pub attr: Attr,
+    pub dir: Option<Attr>,
+}
+
 /// What unlink/rmdir removed: the victim's id and, when it still has other
-/// hard links, its attributes afterwards (nlink decremented).
+/// hard links, its attributes afterwards (nlink decremented); and the
+/// directory's attributes just after, as [`Made::dir`] (None in a rename's
+/// `replaced`: the rename's own carry them).
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Removed {
     pub fid: FileId,
     pub remaining: Option<Attr>,
+    pub dir: Option<Attr>,
 }
 
 /// What rename moved and, when it replaced an existing target, what happened
-/// to the target (same shape as unlink's answer).
+/// to the target (same shape as unlink's answer); and both directories'
+/// attributes just after, as [`Made::dir`] (the same when the rename stays
+/// in one directory).
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Renamed {
     pub moved: FileId,
     pub replaced: Option<Removed>,
+    pub dir: Option<Attr>,
+    pub newdir: Option<Attr>,
 }
 
 /// What a gateway must drop from what it keeps of the storage servers'

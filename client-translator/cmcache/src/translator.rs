@@ -348,46 +348,46 @@ impl Stateful for CmCache {
         Ok(out.freeze())
     }
 
-    async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Attr> {
+    async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Made> {
         self.changing.touched(parent.fid);
         let c = self.claim_new(parent, &new.name, Some(new.fid)).await;
         let a = self.below.mknod(parent, new, mode, rdev).await?;
-        self.populate_new(c, &a);
+        self.populate_new(c, &a.attr);
         Ok(a)
     }
 
-    async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Attr> {
+    async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Made> {
         self.changing.touched(parent.fid);
         let c = self.claim_new(parent, &new.name, Some(new.fid)).await;
         let a = self.below.mkdir(parent, new).await?;
-        self.populate_new(c, &a);
+        self.populate_new(c, &a.attr);
         Ok(a)
     }
 
-    async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Attr> {
+    async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Made> {
         self.changing.touched(parent.fid);
         let c = self.claim_new(parent, &new.name, Some(new.fid)).await;
         let a = self.below.symlink(parent, new, target).await?;
-        self.populate_new(c, &a);
+        self.populate_new(c, &a.attr);
         Ok(a)
     }
 
-    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
+    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Made> {
         self.changing.touched(parent.fid);
         // An O_TRUNC create of an existing file is a mutation the servers
         // invalidate for: nothing to populate then (the claims just fail).
         let c = self.claim_new(parent, &new.name, Some(new.fid)).await;
         let a = self.below.create(parent, new, flags).await?;
-        self.populate_new(c, &a);
+        self.populate_new(c, &a.attr);
         Ok(a)
     }
 
-    async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Attr> {
+    async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Made> {
         self.changing.touched(newparent.fid);
         // The file's own stat changes (nlink): only the new entry is filled.
         let c = self.claim_new(newparent, newname, None).await;
         let a = self.below.link(loc, newparent, newname).await?;
-        self.populate_new(c, &a);
+        self.populate_new(c, &a.attr);
         Ok(a)
     }
 

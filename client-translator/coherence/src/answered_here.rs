@@ -36,7 +36,7 @@ impl Default for AnsweredHere {
             selinux: op("selinux"),
             read: op("read"),
             stat_ahead: metric_series::counter("imca_gateway_stat_ahead_entries_total", "Directory entries listed ahead of a walk's lookups"),
-            dir_ahead: metric_series::counter("imca_gateway_dir_attrs_ahead_total", "Directories' attributes fetched right after a name was added through this gateway, and remembered"),
+            dir_ahead: metric_series::counter("imca_gateway_dir_attrs_ahead_total", "Directories' attributes after a change through this gateway, remembered before the kernel asks: carried by the change's answer, or fetched right after it"),
             answered,
         }
     }

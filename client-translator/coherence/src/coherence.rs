@@ -29,7 +29,8 @@ pub struct Coherence {
     pub(crate) kc: Arc<KernelCache>,
     /// directories listed ahead of a walk's lookups
     pub(crate) ahead: Arc<Ahead>,
-    /// directories' attributes fetched ahead after a change here
+    /// directories' attributes fetched ahead after a change here whose
+    /// answer did not carry them
     pub(crate) dirs_ahead: Arc<DirsAhead>,
     /// which lock owners locked what through this gateway
     locks: Arc<LockOwners>,

@@ -1,4 +1,5 @@
-//! Directory attributes fetched ahead after a change here (see
+//! Directory attributes fetched ahead after a change here, when the
+//! change's answer did not carry them or they could not be kept (see
 //! `Coherence::added`), and the kernel's GETATTR that arrives while such a
 //! fetch is under way: it waits for that answer instead of asking the
 //! servers a second time (before, a sequential `mv` or `rm` loop sent two

@@ -50,6 +50,21 @@ const HOLD_WAIT: Duration = Duration::from_millis(200);
 #[derive(Clone, Copy, Debug)]
 pub struct Ticket(u64, u64);
 
+/// A name being added to a directory through this gateway (see
+/// [`KernelCache::adding`]): the request's ticket, and the memo's epoch
+/// just after the directory's attributes were forgotten for it.
+pub(crate) struct Adding {
+    t: Ticket,
+    m: MemoTicket,
+}
+
+/// A removal or rename through this gateway under way (see
+/// [`KernelCache::removing`]).
+pub(crate) struct Removal {
+    t: Ticket,
+    r: Removing,
+}
+
 pub struct KernelCache {
     mode: Mode,
     inodes: Arc<Inodes>,
@@ -280,11 +295,25 @@ impl KernelCache {
         absent
     }
 
+    /// A name is being added to directory `parent` through this gateway:
+    /// its remembered attributes go now, and again once answered
+    /// ([`KernelCache::added`], with what this returns: a callback since
+    /// voids the answer).
+    pub(crate) fn adding(&self, parent: u64) -> Adding {
+        let t = self.ticket();
+        let m = self.memo.forget_attrs(parent);
+        Adding { t, m }
+    }
+
     /// Name `name` was added to directory `parent` through this gateway by
-    /// a request that started with `t`, answered `a` (None: it failed);
-    /// `new` when `a` is the object that request created.
-    pub(crate) fn added(&self, t: Ticket, parent: u64, name: &str, a: Option<&xlator::Attr>, new: bool) {
-        self.changing_inode(parent);
+    /// the request [`KernelCache::adding`] began, answered `a` (None: it
+    /// failed); `new` when `a` is the object that request created.
+    /// `dir_after`, the directory's attributes just after the change as the
+    /// answer carried them, is remembered if nothing forgot the directory
+    /// since the change was sent; true if it was.
+    pub(crate) fn added(&self, c: Adding, parent: u64, name: &str, a: Option<&xlator::Attr>, new: bool, dir_after: Option<&xlator::Attr>) -> bool {
+        let t = c.t;
+        let own = self.memo.forget_attrs(parent);
         if let Some(a) = a.filter(|_| new) {
             // the servers recorded the hold from the create itself
             self.holds.made(t.1, a.fid.ino());
@@ -299,6 +328,14 @@ impl KernelCache {
         if !stored {
             self.memo.incomplete(parent);
         }
+        let kept = match dir_after {
+            Some(d) if d.fid.ino() == parent && !self.unmoved(t).is_zero() => self.memo.store_after_change(c.m, own, d),
+            _ => false,
+        };
+        if kept {
+            self.here.dir_ahead.inc();
+        }
+        kept
     }
 
     /// Inode `ino` is being changed through this gateway (call before and
@@ -345,14 +382,23 @@ impl KernelCache {
     /// `names` in directory `parent` are being removed or moved away
     /// through this gateway (see [`Memo::removing`]); what it hands back
     /// goes to [`KernelCache::removed`] once the change is answered.
-    pub(crate) fn removing(&self, parent: u64, names: &[&str]) -> Removing {
-        self.memo.removing(parent, names)
+    pub(crate) fn removing(&self, parent: u64, names: &[&str]) -> Removal {
+        let t = self.ticket();
+        Removal { t, r: self.memo.removing(parent, names) }
     }
 
     /// The change [`KernelCache::removing`] began ended (`ok`), changing
-    /// inodes `gone`, and maybe putting `moved_in` in the directory.
-    pub(crate) fn removed(&self, r: Removing, names: &[&str], ok: bool, gone: &[u64], moved_in: Option<(&str, u64)>) {
-        self.memo.removed(r, names, ok, gone, moved_in)
+    /// inodes `gone`, and maybe putting `moved_in` in the directory;
+    /// `dir_after`, the directory's attributes just after as the answer
+    /// carried them, is remembered if nothing forgot the directory since
+    /// the change was sent and no callback came; true if it was.
+    pub(crate) fn removed(&self, c: Removal, names: &[&str], ok: bool, gone: &[u64], moved_in: Option<(&str, u64)>, dir_after: Option<&xlator::Attr>) -> bool {
+        let dir_after = dir_after.filter(|_| !self.unmoved(c.t).is_zero());
+        let kept = self.memo.removed(c.r, names, ok, gone, moved_in, dir_after);
+        if kept {
+            self.here.dir_ahead.inc();
+        }
+        kept
     }
 
     /// Whether inode `ino` is known to lack xattr `x` (see [`Asked`]).

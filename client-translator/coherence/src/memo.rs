@@ -93,6 +93,19 @@ impl Inner {
         }
     }
 
+    /// Whether `ino`'s attributes may have been forgotten since epoch `t`
+    /// (a forget of it or of everything, or more forgets than are kept),
+    /// not counting the one that moved the epoch to `own` (a change's own,
+    /// once answered: see [`Memo::store_after_change`]).
+    fn forgotten_since(&self, t: u64, ino: u64, own: Option<u64>) -> bool {
+        // the first move after `t` went to epoch t + 1: it must be kept
+        let known_from = self.recent.front().map_or(self.epoch, |(e, _)| *e);
+        if self.epoch != t && known_from > t + 1 {
+            return true;
+        }
+        self.recent.iter().any(|&(e, i)| e > t && Some(e) != own && (i == ino || i == ALL))
+    }
+
     fn tick(&mut self) -> u64 {
         self.clock += 1;
         self.clock
@@ -280,13 +293,22 @@ impl Memo {
     /// since `t` are no longer all known).
     pub fn store_ahead(&self, t: MemoTicket, a: &Attr) -> bool {
         let mut m = self.inner.lock().unwrap();
-        let ino = a.fid.ino();
-        // the first move after `t` went to epoch t + 1: it must be kept
-        let known_from = m.recent.front().map_or(m.epoch, |(e, _)| *e);
-        if m.epoch != t.0 && known_from > t.0 + 1 {
+        if m.forgotten_since(t.0, a.fid.ino(), None) {
             return false;
         }
-        if m.recent.iter().any(|&(e, i)| e > t.0 && (i == ino || i == ALL)) {
+        m.make_room();
+        m.set_attr(a);
+        true
+    }
+
+    /// Remember `a`, a directory's attributes just after a change in it
+    /// here, carried by the change's answer: as [`Memo::store_ahead`] for
+    /// a change sent at `t` (just after its own forgets), except that the
+    /// forget the change made once answered (which moved the epoch to
+    /// `own`: see [`Memo::forget_attrs`]) does not void it.
+    pub fn store_after_change(&self, t: MemoTicket, own: MemoTicket, a: &Attr) -> bool {
+        let mut m = self.inner.lock().unwrap();
+        if m.forgotten_since(t.0, a.fid.ino(), Some(own.0)) {
             return false;
         }
         m.make_room();
@@ -373,12 +395,15 @@ impl Memo {
     /// that could not be remembered); then `moved_in`, a name a rename put
     /// in `parent`, is remembered in the same step, without attributes
     /// (its inode's ctime changed), so no lookup sees neither name.
-    pub fn removed(&self, r: Removing, names: &[&str], ok: bool, gone: &[u64], moved_in: Option<(&str, u64)>) {
+    ///
+    /// `dir_after`, `parent`'s attributes just after the change as its
+    /// answer carried them, is remembered under the same condition as the
+    /// completeness (nothing forgot `parent` meanwhile), whatever `ok`
+    /// says of the names; true if it was.
+    pub fn removed(&self, r: Removing, names: &[&str], ok: bool, gone: &[u64], moved_in: Option<(&str, u64)>, dir_after: Option<&Attr>) -> bool {
         let mut m = self.inner.lock().unwrap();
         let parent = r.parent;
-        let known_from = m.recent.front().map_or(m.epoch, |(e, _)| *e);
-        let untouched = (m.epoch == r.ticket.0 || known_from <= r.ticket.0 + 1)
-            && !m.recent.iter().any(|&(e, i)| e > r.ticket.0 && (i == parent || i == ALL));
+        let untouched = !m.forgotten_since(r.ticket.0, parent, None);
         for n in names {
             m.entries.remove(parent, n);
         }
@@ -388,22 +413,32 @@ impl Memo {
         for ino in inos {
             m.drop_attrs(ino);
         }
+        // (no make_room here: it may shed `parent`'s names)
+        let dir_kept = match dir_after {
+            Some(a) if untouched && a.fid.ino() == parent => {
+                m.set_attr(a);
+                true
+            }
+            _ => false,
+        };
         if r.complete && untouched && ok {
-            // (no make_room here: it may shed `parent`'s names)
             m.complete.insert(parent);
             if let Some((name, ino)) = moved_in {
                 let now = m.tick();
                 m.entries.insert(parent, name, ino, now);
             }
         }
+        dir_kept
     }
 
     /// Inode `ino`'s attributes (not its xattrs) are changing through this
-    /// gateway (a link: its nlink; an append).
-    pub fn forget_attrs(&self, ino: u64) {
+    /// gateway (a link: its nlink; an append). Hands back the epoch it
+    /// moved to.
+    pub fn forget_attrs(&self, ino: u64) -> MemoTicket {
         let mut m = self.inner.lock().unwrap();
         m.moved(&[ino]);
         m.drop_attrs(ino);
+        MemoTicket(m.epoch)
     }
 
     /// [`Memo::forget_attrs`] at the start of a change through this gateway
@@ -559,11 +594,47 @@ mod tests {
             assert!(!m.store_ahead(t, &d), "{what}");
             assert!(m.attr(ino).is_none(), "{what}");
         };
-        voided("the directory changed here", &|| m.forget_attrs(ino));
+        voided("the directory changed here", &|| _ = m.forget_attrs(ino));
         voided("the directory was called back", &|| m.forget_inode(ino));
         voided("a name of it was called back", &|| m.forget_entry(ino, "x"));
         voided("everything was forgotten", &|| m.clear());
-        voided("more changes than are kept by inode", &|| (0..RECENT as u64 + 1).for_each(|i| m.forget_attrs(100 + i)));
+        voided("more changes than are kept by inode", &|| (0..RECENT as u64 + 1).for_each(|i| _ = m.forget_attrs(100 + i)));
+    }
+
+    #[test]
+    fn a_directorys_attributes_carried_by_a_change_here_are_kept_unless_it_was_forgotten_meanwhile() {
+        let m = Memo::default();
+        let d = dir(60);
+        let ino = d.fid.ino();
+        // an add: the directory is forgotten before it is sent and once answered
+        let sent = m.forget_attrs(ino);
+        m.take_attrs(99);
+        let own = m.forget_attrs(ino);
+        assert!(m.store_after_change(sent, own, &d), "other inodes changed meanwhile, and its own forget");
+        assert_eq!(m.attr(ino), Some(d.clone()));
+        let voided = |what: &str, change: &dyn Fn()| {
+            let sent = m.forget_attrs(ino);
+            change();
+            let own = m.forget_attrs(ino);
+            assert!(!m.store_after_change(sent, own, &d), "{what}");
+            assert!(m.attr(ino).is_none(), "{what}");
+        };
+        voided("another change here in the directory", &|| _ = m.forget_attrs(ino));
+        voided("the directory was called back", &|| m.forget_inode(ino));
+        voided("a name of it was called back", &|| m.forget_entry(ino, "x"));
+        voided("everything was forgotten", &|| m.clear());
+        // a removal
+        let r = m.removing(ino, &["a"]);
+        m.take_attrs(99);
+        assert!(m.removed(r, &["a"], true, &[61], None, Some(&d)));
+        assert_eq!(m.attr(ino), Some(d.clone()));
+        let r = m.removing(ino, &["a"]);
+        m.forget_inode(ino);
+        assert!(!m.removed(r, &["a"], true, &[61], None, Some(&d)), "called back during the removal");
+        assert!(m.attr(ino).is_none());
+        let r = m.removing(ino, &["a"]);
+        assert!(!m.removed(r, &["a"], true, &[61], None, Some(&dir(62))), "another object's attributes");
+        assert!(m.attr(ino).is_none() && m.attr(dir(62).fid.ino()).is_none());
     }
 
     #[test]
@@ -633,7 +704,7 @@ mod tests {
             assert!(m.content(ino).is_none(), "{what}");
         };
         goes("a callback of the inode", &|| m.forget_inode(ino));
-        goes("a change to its attributes here", &|| m.forget_attrs(ino));
+        goes("a change to its attributes here", &|| _ = m.forget_attrs(ino));
         goes("a callback of a name of it", &|| {
             assert!(m.store_entry(m.ticket(), 1, "f", &a));
             m.forget_entry(1, "f")
@@ -720,20 +791,20 @@ mod tests {
         let r = m.removing(d, &["a"]);
         assert!(!m.absent(d, "a"), "under way: a lookup of the name must ask");
         assert!(!m.absent(d, "x"), "under way: nothing is known absent");
-        m.removed(r, &["a"], true, &[a.fid.ino()], None);
+        m.removed(r, &["a"], true, &[a.fid.ino()], None, None);
         assert!(m.absent(d, "a") && m.absent(d, "x"));
         assert_eq!(m.entry(d, "b"), Some(b.clone()), "other names stay");
         assert!(m.attr(d).is_none(), "the directory's mtime changed");
         // rename "b" -> "c" in the directory (replacing c)
         let r = m.removing(d, &["b", "c"]);
-        m.removed(r, &["b", "c"], true, &[b.fid.ino(), c.fid.ino()], Some(("c", b.fid.ino())));
+        m.removed(r, &["b", "c"], true, &[b.fid.ino(), c.fid.ino()], Some(("c", b.fid.ino())), None);
         assert!(m.absent(d, "b"));
         assert!(!m.absent(d, "c"), "the moved name is there");
         assert!(m.entry(d, "c").is_none(), "remembered without attributes: its ctime changed");
         assert!(m.attr(c.fid.ino()).is_none());
         // a failed removal: nothing is known absent any more
         let r = m.removing(d, &["c"]);
-        m.removed(r, &["c"], false, &[], None);
+        m.removed(r, &["c"], false, &[], None, None);
         assert!(!m.absent(d, "x"));
     }
 
@@ -752,7 +823,7 @@ mod tests {
                 "failed create" => m.incomplete(d),
                 _ => m.clear(),
             }
-            m.removed(r, &["a"], true, &[51], None);
+            m.removed(r, &["a"], true, &[51], None, None);
             assert!(!m.absent(d, "x"), "{end} during the removal: another name may exist");
         }
     }

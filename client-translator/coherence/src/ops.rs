@@ -8,7 +8,7 @@
 //! this translator's to account for. Controls pass through.
 
 use crate::coherence::{ino, Coherence};
-use crate::kernel_cache::Ticket;
+use crate::kernel_cache::Adding;
 use crate::memo::Asked;
 use crate::small_files;
 use async_trait::async_trait;
@@ -184,48 +184,50 @@ impl Stateful for Coherence {
     // ── namespace mutations ──────────────────────────────────────────────
 
     /// Regular files too: one round trip, nothing left open.
-    async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Attr> {
-        let t = self.adding(parent);
+    async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Made> {
+        let c = self.kc.adding(ino(parent));
         let r = self.next.mknod(parent, new, mode, rdev).await;
-        self.added(t, parent, &new.name, Some(new.fid), r)
+        self.added(c, parent, &new.name, Some(new.fid), r)
     }
 
-    async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Attr> {
-        let t = self.adding(parent);
+    async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Made> {
+        let c = self.kc.adding(ino(parent));
         let r = self.next.mkdir(parent, new).await;
-        self.added(t, parent, &new.name, Some(new.fid), r)
+        self.added(c, parent, &new.name, Some(new.fid), r)
     }
 
-    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
-        let t = self.adding(parent);
+    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Made> {
+        let c = self.kc.adding(ino(parent));
         let r = self.next.create(parent, new, flags).await;
-        self.added(t, parent, &new.name, Some(new.fid), r)
+        self.added(c, parent, &new.name, Some(new.fid), r)
     }
 
-    async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Attr> {
-        let t = self.adding(parent);
+    async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Made> {
+        let c = self.kc.adding(ino(parent));
         let r = self.next.symlink(parent, new, target).await;
-        self.added(t, parent, &new.name, Some(new.fid), r)
+        self.added(c, parent, &new.name, Some(new.fid), r)
     }
 
     /// The file's nlink changes too.
-    async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Attr> {
+    async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Made> {
         self.kc.changing_inode(ino(loc));
-        let t = self.adding(newparent);
+        let c = self.kc.adding(ino(newparent));
         let r = self.next.link(loc, newparent, newname).await;
         self.kc.changing_inode(ino(loc));
-        self.added(t, newparent, newname, None, r)
+        self.added(c, newparent, newname, None, r)
     }
 
     /// The name goes, with what it named's attributes (it loses a link;
     /// kept by inode, they go under every other name too) and the
-    /// directory's; the rest of what is remembered stays.
+    /// directory's, which the answer gives back as they are after it; the
+    /// rest of what is remembered stays.
     async fn unlink(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
         let r = self.kc.removing(ino(parent), &[name]);
         let res = self.next.unlink(parent, name).await;
         let gone: Vec<u64> = res.iter().map(|x| x.fid.ino()).collect();
-        self.kc.removed(r, &[name], res.is_ok(), &gone, None);
-        if res.is_ok() {
+        let after = res.as_ref().ok().and_then(|x| x.dir.as_ref());
+        let known = self.kc.removed(r, &[name], res.is_ok(), &gone, None, after);
+        if res.is_ok() && !known {
             self.dir_ahead(parent);
         }
         res
@@ -235,17 +237,18 @@ impl Stateful for Coherence {
         let r = self.kc.removing(ino(parent), &[name]);
         let res = self.next.rmdir(parent, name).await;
         let gone: Vec<u64> = res.iter().map(|x| x.fid.ino()).collect();
-        self.kc.removed(r, &[name], res.is_ok(), &gone, None);
-        if res.is_ok() {
+        let after = res.as_ref().ok().and_then(|x| x.dir.as_ref());
+        let known = self.kc.removed(r, &[name], res.is_ok(), &gone, None, after);
+        if res.is_ok() && !known {
             self.dir_ahead(parent);
         }
         res
     }
 
-    /// Both names go, with the attributes of both directories, of what
-    /// moved (its ctime) and of what it replaced; the new name is
-    /// remembered (without attributes) where the target directory was
-    /// complete.
+    /// Both names go, with the attributes of both directories (the answer
+    /// gives them back as they are after it), of what moved (its ctime)
+    /// and of what it replaced; the new name is remembered (without
+    /// attributes) where the target directory was complete.
     async fn rename(&self, parent: &Loc, name: &str, newparent: &Loc, newname: &str, flags: RenameFlags) -> FsResult<Renamed> {
         let (from, to) = (ino(parent), ino(newparent));
         let (rf, rt) = if from == to {
@@ -261,17 +264,21 @@ impl Stateful for Coherence {
         let mut gone: Vec<u64> = moved.into_iter().collect();
         gone.extend(res.iter().filter_map(|r| r.replaced.as_ref()).map(|x| x.fid.ino()));
         let moved_in = moved.map(|m| (newname, m));
-        match rt {
-            None => self.kc.removed(rf, &[name, newname], ok, &gone, moved_in),
+        let (after, newafter) = match &res {
+            Ok(r) => (r.dir.as_ref(), r.newdir.as_ref()),
+            Err(_) => (None, None),
+        };
+        let known = match rt {
+            None => self.kc.removed(rf, &[name, newname], ok, &gone, moved_in, after),
             Some(rt) => {
-                self.kc.removed(rf, &[name], ok, &gone, None);
-                self.kc.removed(rt, &[newname], ok, &gone, moved_in);
-                if ok {
+                let known = self.kc.removed(rf, &[name], ok, &gone, None, after);
+                if !self.kc.removed(rt, &[newname], ok, &gone, moved_in, newafter) && ok {
                     self.dir_ahead(newparent);
                 }
+                known
             }
-        }
-        if res.is_ok() {
+        };
+        if res.is_ok() && !known {
             self.dir_ahead(parent);
         }
         res
@@ -279,41 +286,35 @@ impl Stateful for Coherence {
 }
 
 impl Coherence {
-    /// A name is being added to directory `parent` through this gateway:
-    /// its remembered attributes go now, and again once answered
-    /// ([`Coherence::added`], with the ticket this returns: a callback
-    /// since voids the answer).
-    fn adding(&self, parent: &Loc) -> Ticket {
-        let t = self.kc.ticket();
-        self.kc.changing_inode(ino(parent));
-        t
-    }
-
-    /// The change was answered `r` for the new entry `name`: remembered, as
-    /// a lookup's answer would be (it is the servers' state after it).
-    /// `made` is the id the request drew for a new object: an answer with
-    /// it is that object, new (an answer with another id is one that
-    /// existed, e.g. a create racing another gateway's).
+    /// The change [`KernelCache::adding`] began (`c`) was answered `r` for
+    /// the new entry `name`: remembered, as a lookup's answer would be (it
+    /// is the servers' state after it). `made` is the id the request drew
+    /// for a new object: an answer with it is that object, new (an answer
+    /// with another id is one that existed, e.g. a create racing another
+    /// gateway's).
     ///
     /// The kernel drops the directory's attributes once a name is added, and
     /// asks for them at its next path walk through it (the permission check
     /// before the next create): a network round trip per file written
-    /// (93 µs of ~1 ms per 1 KiB file, docs/benchmarks/archive/issue-12-kernel-caching.md). So they are
-    /// fetched as soon as the change is answered, beside the requests that
-    /// follow it, and remembered unless the directory changed again
-    /// meanwhile.
-    fn added(&self, t: Ticket, dir: &Loc, name: &str, made: Option<FileId>, r: FsResult<Attr>) -> FsResult<Attr> {
+    /// (93 µs of ~1 ms per 1 KiB file, docs/benchmarks/archive/issue-12-kernel-caching.md).
+    /// The answer carries them as they are just after the change, and they
+    /// are remembered unless the directory changed again meanwhile; when it
+    /// does not carry them (a server did not give its copy) or they could
+    /// not be kept, they are fetched beside the requests that follow.
+    fn added(&self, c: Adding, dir: &Loc, name: &str, made: Option<FileId>, r: FsResult<Made>) -> FsResult<Made> {
         let (kc, dir_ino) = (&self.kc, ino(dir));
-        let a = r.as_ref().ok();
-        kc.added(t, dir_ino, name, a, a.is_some_and(|a| Some(a.fid) == made));
-        if a.is_some() {
+        let m = r.as_ref().ok();
+        let a = m.map(|m| &m.attr);
+        let known = kc.added(c, dir_ino, name, a, a.is_some_and(|a| Some(a.fid) == made), m.and_then(|m| m.dir.as_ref()));
+        if a.is_some() && !known {
             self.dir_ahead(dir);
         }
         r
     }
 
     /// Fetch directory `dir`'s attributes beside the requests that follow
-    /// a change in it here (see [`Coherence::added`]).
+    /// a change in it here whose answer did not leave them known (see
+    /// [`Coherence::added`]).
     fn dir_ahead(&self, dir: &Loc) {
         let kc = &self.kc;
         if !kc.memo_serving() {

@@ -23,7 +23,7 @@ async fn graph() -> (Arc<Coherence>, Next) {
 #[tokio::test]
 async fn a_callback_that_travels_up_drops_what_it_names() {
     let (co, top) = graph().await;
-    let f = top.create(&Loc::root(), &new_file("f", 7), libc::O_RDWR).await.unwrap();
+    let f = top.create(&Loc::root(), &new_file("f", 7), libc::O_RDWR).await.unwrap().attr;
     let ino = f.fid.ino();
     assert_eq!(co.kernel().memo_attr(ino).map(|(a, _)| a), Some(f.clone()), "a create here is remembered");
     let callback = Upcall { server: 0, items: vec![Invalidation::attrs(f.fid)], seq: 1, ..Upcall::default() };
@@ -34,7 +34,7 @@ async fn a_callback_that_travels_up_drops_what_it_names() {
 #[tokio::test]
 async fn a_change_here_leaves_its_answer_and_a_rename_forgets_everything() {
     let (co, top) = graph().await;
-    let f = top.create(&Loc::root(), &new_file("f", 8), libc::O_RDWR).await.unwrap();
+    let f = top.create(&Loc::root(), &new_file("f", 8), libc::O_RDWR).await.unwrap().attr;
     let (loc, ino) = (Loc::new("f", Some(f.fid)), f.fid.ino());
     let set = SetAttr { size: Some(5), ..SetAttr::default() };
     let after = top.setattr(&loc, &set).await.unwrap();
@@ -44,11 +44,90 @@ async fn a_change_here_leaves_its_answer_and_a_rename_forgets_everything() {
     assert!(co.kernel().memo_attr(ino).is_none(), "a name moved here: everything goes");
 }
 
+/// Getattrs that reached the leaf.
+fn getattrs(m: &memory::Memory) -> u64 {
+    m.calls(Fop::Getattr) + m.calls(Fop::Getattrs)
+}
+
+#[tokio::test]
+async fn a_changes_answer_leaves_the_directorys_attributes_after_it_known_without_asking() {
+    let leaf = memory::memory();
+    let co = Arc::new(Coherence::new(leaf.clone(), Mode::On, Vec::new()));
+    let top: Next = Arc::new(InGraph::new(co.clone()));
+    let lease = Upcall { server: 0, lease_until: Some(Instant::now() + Duration::from_secs(60)), ..Upcall::default() };
+    top.upcall(&lease).await;
+    let d = top.mkdir(&Loc::root(), &NewFile { perm: 0o755, ..new_file("d", 20) }).await.unwrap().attr;
+    let (dl, ino) = (Loc::new("d", Some(d.fid)), d.fid.ino());
+    let asked = getattrs(&leaf);
+    let check = |what: &str, before: u64| {
+        let (a, _) = co.kernel().memo_attr(ino).unwrap_or_else(|| panic!("{what}: the directory's attributes are not known"));
+        assert_eq!(getattrs(&leaf), before, "{what}: a getattr reached the leaf");
+        a
+    };
+    top.create(&dl, &new_file("f", 21), libc::O_RDWR).await.unwrap();
+    let after = check("create", asked);
+    assert_eq!(after, leaf.getattr(&dl).await.unwrap(), "create: the attributes after it");
+    let asked = getattrs(&leaf);
+    top.mkdir(&dl, &NewFile { perm: 0o755, ..new_file("sub", 22) }).await.unwrap();
+    assert_eq!(check("mkdir", asked).nlink, 3);
+    let asked = getattrs(&leaf);
+    top.rename(&dl, "f", &dl, "g", RenameFlags::default()).await.unwrap();
+    check("rename", asked);
+    top.unlink(&dl, "g").await.unwrap();
+    check("unlink", asked);
+    top.rmdir(&dl, "sub").await.unwrap();
+    assert_eq!(check("rmdir", asked), leaf.getattr(&dl).await.unwrap(), "rmdir: the attributes after it");
+    // a rename between two directories: both
+    let e = top.mkdir(&Loc::root(), &NewFile { perm: 0o755, ..new_file("e", 23) }).await.unwrap().attr;
+    let el = Loc::new("e", Some(e.fid));
+    top.create(&dl, &new_file("x", 24), libc::O_RDWR).await.unwrap();
+    let asked = getattrs(&leaf);
+    top.rename(&dl, "x", &el, "y", RenameFlags::default()).await.unwrap();
+    check("rename between directories (source)", asked);
+    let (there, _) = co.kernel().memo_attr(e.fid.ino()).expect("rename between directories: the target's attributes");
+    assert_eq!(there, leaf.getattr(&el).await.unwrap());
+}
+
+/// A leaf whose creates answer without the directory's attributes after
+/// (as stripe's do when a server did not give its copy).
+struct NoDirAfter(Next);
+
+#[async_trait::async_trait]
+impl Translator for NoDirAfter {
+    fn name(&self) -> &str {
+        "no-dir-after"
+    }
+    fn next(&self) -> Option<&Next> {
+        Some(&self.0)
+    }
+    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Made> {
+        Ok(Made { dir: None, ..self.0.create(parent, new, flags).await? })
+    }
+}
+
+#[tokio::test]
+async fn without_the_directorys_attributes_in_the_answer_they_are_fetched_ahead() {
+    let leaf = memory::memory();
+    let co = Arc::new(Coherence::new(Arc::new(NoDirAfter(leaf.clone())), Mode::On, Vec::new()));
+    let top: Next = Arc::new(InGraph::new(co.clone()));
+    let lease = Upcall { server: 0, lease_until: Some(Instant::now() + Duration::from_secs(60)), ..Upcall::default() };
+    top.upcall(&lease).await;
+    // (a directory made here: held, so the memo may answer for it)
+    let d = top.mkdir(&Loc::root(), &NewFile { perm: 0o755, ..new_file("d", 31) }).await.unwrap().attr;
+    let dl = Loc::new("d", Some(d.fid));
+    let asked = getattrs(&leaf);
+    top.create(&dl, &new_file("f", 30), libc::O_RDWR).await.unwrap();
+    // (the kernel's GETATTR waits for the fetch under way)
+    let after = top.getattr(&dl).await.unwrap();
+    assert_eq!(getattrs(&leaf), asked + 1, "fetched once, ahead");
+    assert_eq!(co.kernel().memo_attr(d.fid.ino()).map(|(a, _)| a), Some(after));
+}
+
 #[tokio::test]
 async fn a_lease_not_renewed_serves_nothing() {
     let co = Arc::new(Coherence::new(memory::memory(), Mode::On, Vec::new()));
     let top: Next = Arc::new(InGraph::new(co.clone()));
-    let f = top.create(&Loc::root(), &new_file("f", 9), libc::O_RDWR).await.unwrap();
+    let f = top.create(&Loc::root(), &new_file("f", 9), libc::O_RDWR).await.unwrap().attr;
     assert!(co.kernel().memo_attr(f.fid.ino()).is_none(), "no lease: the memo does not answer");
     assert_eq!(co.kernel().ttl(co.kernel().ticket(), &[f.fid.ino()]), Duration::ZERO);
 }

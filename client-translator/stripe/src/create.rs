@@ -53,7 +53,7 @@ pub const IN_FLIGHT: Duration = Duration::from_secs(10);
 
 impl Stripe {
     /// Server 0's step, bounded by [`IN_FLIGHT`] (see the module page).
-    async fn decided(&self, step: Fut<'_, Attr>) -> FsResult<Attr> {
+    async fn decided(&self, step: Fut<'_, Made>) -> FsResult<Made> {
         match tokio::time::timeout(IN_FLIGHT, step).await {
             Ok(r) => r,
             Err(_) => {
@@ -68,7 +68,7 @@ impl Stripe {
     /// open there, and the caller, told EIO, sends no release: the release
     /// goes when server 0's answer comes. The file it made is left: our id
     /// on every server that has it, empty, a create whose answer was lost.
-    async fn decided_create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
+    async fn decided_create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Made> {
         let s0 = self.first().clone();
         let path = parent.child(&new.name).path;
         let mut step = {
@@ -80,8 +80,8 @@ impl Stripe {
             Err(_) => {
                 tracing::warn!(%path, "stripe: server 0 did not answer a create in time; failing it");
                 tokio::spawn(async move {
-                    if let Ok(a) = step.await {
-                        let _ = s0.release(&Loc { path, fid: Some(a.fid) }).await;
+                    if let Ok(m) = step.await {
+                        let _ = s0.release(&Loc { path, fid: Some(m.attr.fid) }).await;
                     }
                 });
                 Err(FsError::EIO)
@@ -96,8 +96,8 @@ impl Stripe {
         parent: &'a Loc,
         new: &'a NewFile,
         dir: bool,
-        step: impl Fn(&'a Next) -> Fut<'a, Attr> + Sync,
-    ) -> FsResult<Attr> {
+        step: impl Fn(&'a Next) -> Fut<'a, Made> + Sync,
+    ) -> FsResult<Made> {
         let step = &step;
         let (first, spec) = futures::join!(self.decided(step(self.first())), join_all(self.rest().iter().map(step)));
         let first = match first {
@@ -108,11 +108,12 @@ impl Stripe {
             }
         };
         // server 0 made it with our id (an existing name is EEXIST there)
+        let made = first.attr.fid;
         let rest = join_all(self.rest().iter().enumerate().zip(spec).map(|((k, s), r)| async move {
             match r {
-                Ok(a) if a.fid == first.fid => Ok(a),
+                Ok(m) if m.attr.fid == made => Ok(m),
                 Ok(_) | Err(FsError::EEXIST) => {
-                    self.follow(k + 1, parent, &new.name, first.fid, || step(s), false).await
+                    self.follow(k + 1, parent, &new.name, made, || step(s), false).await
                 }
                 Err(e) => Err(e),
             }
@@ -125,7 +126,7 @@ impl Stripe {
     /// exclusively with the same id; a follower that found the name taken,
     /// or server 0 that opened another id, gets the follower step (a
     /// non-exclusive create with server 0's id, which opens it).
-    pub(crate) async fn create_everywhere(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
+    pub(crate) async fn create_everywhere(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Made> {
         let spec_new = NewFile { exclusive: true, ..new.clone() };
         let (first, spec) = futures::join!(
             self.decided_create(parent, new, flags),
@@ -137,26 +138,27 @@ impl Stripe {
             Err(e) => {
                 // (what the followers made stays for the heal; see the module page)
                 self.note_strays(parent, &new.name, &spec);
-                let made = self.rest().iter().zip(&spec).filter_map(|(s, r)| Some((s, r.as_ref().ok()?.fid)));
+                let made = self.rest().iter().zip(&spec).filter_map(|(s, r)| Some((s, r.as_ref().ok()?.attr.fid)));
                 join_all(made.map(|(s, fid)| async move { s.release(&at(fid)).await })).await;
                 return Err(e);
             }
         };
-        let follow_new = NewFile { fid: first.fid, exclusive: false, ..new.clone() };
+        let decided = first.attr.fid;
+        let follow_new = NewFile { fid: decided, exclusive: false, ..new.clone() };
         let follow_flags = flags & !libc::O_EXCL;
         let rest = join_all(self.rest().iter().enumerate().zip(spec).map(|((k, s), r)| {
             let (follow_new, at) = (&follow_new, &at);
             async move {
                 match r {
-                    Ok(a) if a.fid == first.fid => Ok(a),
+                    Ok(m) if m.attr.fid == decided => Ok(m),
                     Ok(stray) => {
                         // server 0 opened an existing file this follower lacked
-                        let _ = s.release(&at(stray.fid)).await;
+                        let _ = s.release(&at(stray.attr.fid)).await;
                         self.follow(
                             k + 1,
                             parent,
                             &new.name,
-                            first.fid,
+                            decided,
                             || s.create(parent, follow_new, follow_flags),
                             true,
                         )
@@ -167,7 +169,7 @@ impl Stripe {
                             k + 1,
                             parent,
                             &new.name,
-                            first.fid,
+                            decided,
                             || s.create(parent, follow_new, follow_flags),
                             true,
                         )
@@ -181,8 +183,8 @@ impl Stripe {
         // Each server where it succeeded counts the file as opened; a failed
         // create gets no release from the gateway, so it is released here
         // (else a rolled-back file would hold its space on those servers).
-        let opened: Vec<(&Next, FileId)> = std::iter::once((self.first(), first.fid))
-            .chain(self.rest().iter().zip(&rest).filter_map(|(s, r)| Some((s, r.as_ref().ok()?.fid))))
+        let opened: Vec<(&Next, FileId)> = std::iter::once((self.first(), decided))
+            .chain(self.rest().iter().zip(&rest).filter_map(|(s, r)| Some((s, r.as_ref().ok()?.attr.fid))))
             .collect();
         // What server 0 made when a follower failed: an O_EXCL create is
         // undone (server 0 first, then the followers: a removal in the
@@ -221,20 +223,21 @@ impl Stripe {
         parent: &'a Loc,
         name: &'a str,
         d: FileId,
-        step: impl Fn() -> Fut<'a, Attr>,
+        step: impl Fn() -> Fut<'a, Made>,
         opens: bool,
-    ) -> FsResult<Attr> {
+    ) -> FsResult<Made> {
         let s = &self.subvols[k];
         for retry in [false, true] {
             let stray = match step().await {
-                Ok(a) if a.fid == d => return Ok(a),
-                Ok(a) if opens => {
-                    let _ = s.release(&Loc { path: parent.child(name).path, fid: Some(a.fid) }).await;
-                    a
+                Ok(m) if m.attr.fid == d => return Ok(m),
+                Ok(m) if opens => {
+                    let _ = s.release(&Loc { path: parent.child(name).path, fid: Some(m.attr.fid) }).await;
+                    m.attr
                 }
                 Ok(_) => return Err(FsError::EEXIST),
+                // (made by someone else: this server's directory after it is unknown)
                 Err(FsError::EEXIST) => match s.lookup(parent, name).await {
-                    Ok(a) if a.fid == d => return Ok(a),
+                    Ok(a) if a.fid == d => return Ok(Made { attr: a, dir: None }),
                     Ok(a) => a,
                     _ => return Err(FsError::EEXIST),
                 },
@@ -255,7 +258,7 @@ impl Stripe {
     /// Server 0 failed a create whose speculative part the followers ran
     /// (`spec`): what they made, or may have made (an answer lost), is left
     /// for the heal — recorded so that it does not wait for a walk.
-    fn note_strays(&self, parent: &Loc, name: &str, spec: &[FsResult<Attr>]) {
+    fn note_strays(&self, parent: &Loc, name: &str, spec: &[FsResult<Made>]) {
         if spec.iter().any(|r| !matches!(r, Err(FsError::EEXIST) | Err(FsError::ENOENT))) {
             self.pending.record("create", parent, name);
         }
@@ -268,13 +271,13 @@ impl Stripe {
         parent: &Loc,
         name: &str,
         dir: bool,
-        first: Attr,
-        rest: Vec<FsResult<Attr>>,
-    ) -> FsResult<Attr> {
+        first: Made,
+        rest: Vec<FsResult<Made>>,
+    ) -> FsResult<Made> {
         if rest.iter().all(|r| r.is_ok()) {
-            let mut all = vec![first];
-            all.extend(rest.into_iter().map(|r| r.unwrap_or_else(|_| unreachable!())));
-            return merge_attrs(all);
+            let all: Vec<Made> = std::iter::once(first).chain(rest.into_iter().map(|r| r.unwrap_or_else(|_| unreachable!()))).collect();
+            let dir = self.dir_after(parent, all.iter().map(|m| m.dir.clone()).collect());
+            return Ok(Made { attr: merge_attrs(all.into_iter().map(|m| m.attr).collect())?, dir });
         }
         let err = pick_error(rest.iter().filter_map(|r| r.as_ref().err().copied()));
         // A follower that failed may have made the name all the same (an

@@ -67,7 +67,7 @@ pub use walk::{HEAL_XATTR, MAX_PASSES};
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 use futures::future::join_all;
-use merge::{all_ok, merge_attrs, merge_statfs};
+use merge::{all_ok, merge_attrs, merge_dir_after, merge_statfs};
 use std::future::Future;
 use std::pin::Pin;
 use xlator::*;
@@ -177,7 +177,8 @@ impl Stripe {
         join_all(self.rest().iter().zip(rest).map(|(s, r)| async move {
             match r {
                 Err(FsError::ENOENT) => match s.lookup(newparent, newname).await {
-                    Ok(a) if a.fid == moved => Ok(Renamed { moved, replaced: None }),
+                    // (done by a heal: this server's directories after it are unknown)
+                    Ok(a) if a.fid == moved => Ok(Renamed { moved, replaced: None, dir: None, newdir: None }),
                     _ => Err(FsError::ENOENT),
                 },
                 r => r,
@@ -195,6 +196,16 @@ impl Stripe {
             self.pending.record(op, parent, name);
         }
         r
+    }
+
+    /// Directory `dir`'s attributes after a namespace change, from every
+    /// server's copy in its answer (`copies`, server order): what a getattr
+    /// of it would have answered (see [`merge_dir_after`]), so the gateway
+    /// need not send one. None unless every server gave its copy.
+    fn dir_after(&self, dir: &Loc, copies: Vec<Option<Attr>>) -> Option<Attr> {
+        let a = merge_dir_after(copies, self.dirs.is_dir(dir.fid))?;
+        self.dirs.note(&a);
+        Some(a)
     }
 
     /// After server 0 applied `op` to `parent/name`: a follower that failed
@@ -268,29 +279,30 @@ impl xlator::complete::Complete for Stripe {
         self.first().readlink(loc).await
     }
 
-    async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Attr> {
+    async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Made> {
         self.make_everywhere(parent, new, false, |s| s.mknod(parent, new, mode, rdev)).await
     }
 
-    async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Attr> {
-        let a = self.make_everywhere(parent, new, true, |s| s.mkdir(parent, new)).await?;
-        self.dirs.note(&a);
-        Ok(a)
+    async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Made> {
+        let m = self.make_everywhere(parent, new, true, |s| s.mkdir(parent, new)).await?;
+        self.dirs.note(&m.attr);
+        Ok(m)
     }
 
-    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
+    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Made> {
         self.create_everywhere(parent, new, flags).await
     }
 
-    async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Attr> {
+    async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Made> {
         self.make_everywhere(parent, new, false, |s| s.symlink(parent, new, target)).await
     }
 
-    async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Attr> {
+    async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Made> {
         // The object exists: server 0 first (it may refuse), then the others.
         let first = self.unanswered("link", newparent, newname, self.first().link(loc, newparent, newname).await)?;
+        let linked = first.attr.fid;
         let rest = join_all(self.rest().iter().enumerate().map(|(k, s)| {
-            self.follow(k + 1, newparent, newname, first.fid, || s.link(loc, newparent, newname), false)
+            self.follow(k + 1, newparent, newname, linked, || s.link(loc, newparent, newname), false)
         }))
         .await;
         self.finish_create(newparent, newname, false, first, rest).await
@@ -301,15 +313,17 @@ impl xlator::complete::Complete for Stripe {
         let rest = gone_is_done(self.on_rest(|s| s.unlink(parent, name)).await);
         self.note_partial("unlink", parent, name, &rest);
         let rest = all_ok(rest)?;
-        merge_removed(first, rest.into_iter().flatten().collect())
+        let dir = self.removed_dir_after(parent, &first, &rest);
+        Ok(Removed { dir, ..merge_removed(first, rest.into_iter().flatten().collect())? })
     }
 
     async fn rmdir(&self, parent: &Loc, name: &str) -> FsResult<Removed> {
         let first = self.unanswered("rmdir", parent, name, self.first().rmdir(parent, name).await)?;
         let rest = gone_is_done(self.on_rest(|s| s.rmdir(parent, name)).await);
         self.note_partial("rmdir", parent, name, &rest);
-        all_ok(rest)?;
-        Ok(first)
+        let rest = all_ok(rest)?;
+        let dir = self.removed_dir_after(parent, &first, &rest);
+        Ok(Removed { dir, ..first })
     }
 
     async fn rename(&self, parent: &Loc, name: &str, newparent: &Loc, newname: &str, flags: RenameFlags) -> FsResult<Renamed> {
@@ -321,11 +335,13 @@ impl xlator::complete::Complete for Stripe {
             self.pending.record("rename", newparent, newname);
         }
         let rest = all_ok(rest)?;
+        let dir = self.dir_after(parent, std::iter::once(&first).chain(&rest).map(|r| r.dir.clone()).collect());
+        let newdir = self.dir_after(newparent, std::iter::once(&first).chain(&rest).map(|r| r.newdir.clone()).collect());
         let replaced = match first.replaced {
             Some(r) => Some(merge_removed(r, rest.into_iter().filter_map(|x| x.replaced).collect())?),
             None => None,
         };
-        Ok(Renamed { moved: first.moved, replaced })
+        Ok(Renamed { moved: first.moved, replaced, dir, newdir })
     }
 
     async fn open(&self, loc: &Loc, flags: i32) -> FsResult<()> {
@@ -468,7 +484,17 @@ fn gone_is_done<T>(rest: Vec<FsResult<T>>) -> Vec<FsResult<Option<T>>> {
         .collect()
 }
 
-/// A removed file that keeps other links has merged remaining attributes.
+impl Stripe {
+    /// [`Stripe::dir_after`] of a removal: a follower that found the name
+    /// gone (`None`: a heal removed it) gave no copy.
+    fn removed_dir_after(&self, parent: &Loc, first: &Removed, rest: &[Option<Removed>]) -> Option<Attr> {
+        let copies = std::iter::once(first.dir.clone()).chain(rest.iter().map(|r| r.as_ref().and_then(|r| r.dir.clone())));
+        self.dir_after(parent, copies.collect())
+    }
+}
+
+/// A removed file that keeps other links has merged remaining attributes
+/// (the directory's are the caller's to merge).
 fn merge_removed(first: Removed, rest: Vec<Removed>) -> FsResult<Removed> {
     let remaining = match first.remaining {
         Some(a) => {
@@ -478,5 +504,5 @@ fn merge_removed(first: Removed, rest: Vec<Removed>) -> FsResult<Removed> {
         }
         None => None,
     };
-    Ok(Removed { fid: first.fid, remaining })
+    Ok(Removed { fid: first.fid, remaining, dir: None })
 }

@@ -19,6 +19,25 @@ pub fn merge_attrs(attrs: Vec<Attr>) -> FsResult<Attr> {
     Ok(out)
 }
 
+/// A directory's attributes just after a namespace change, from every
+/// server's copy in its answer (server order): what stripe's getattr of it
+/// would answer then — server 0's copy when the directory is known as one
+/// (`known_dir`: a directory's attributes are the same on every server,
+/// see `kinds`), else every copy merged as [`merge_attrs`] does. None when
+/// a server gave no copy or the copies are of different objects: the
+/// gateway then asks, as before such answers carried them.
+pub fn merge_dir_after(copies: Vec<Option<Attr>>, known_dir: bool) -> Option<Attr> {
+    let all: Vec<Attr> = copies.into_iter().collect::<Option<_>>()?;
+    let first = all.first()?;
+    if all.iter().any(|a| a.fid != first.fid) {
+        return None;
+    }
+    if known_dir {
+        return all.into_iter().next();
+    }
+    merge_attrs(all).ok()
+}
+
 /// Capacity adds up over servers; counts are expressed in the first server's
 /// fragment size.
 pub fn merge_statfs(all: Vec<StatFs>) -> FsResult<StatFs> {
@@ -91,6 +110,22 @@ mod tests {
         let mut b = attr(1, 1, 1);
         b.fid = FileId(8);
         assert_eq!(merge_attrs(vec![attr(1, 1, 1), b]), Err(FsError::EIO));
+    }
+
+    #[test]
+    fn a_directory_after_a_change_needs_every_servers_copy() {
+        let dir = |mtime| Attr { kind: FileKind::Dir, ..attr(4096, 8, mtime) };
+        let (s0, s1) = (dir(5), dir(9));
+        assert_eq!(merge_dir_after(vec![Some(s0.clone()), Some(s1.clone())], true), Some(s0.clone()), "known: server 0's, as its getattr");
+        let merged = merge_dir_after(vec![Some(s0.clone()), Some(s1.clone())], false).unwrap();
+        assert_eq!((merged.mtime.secs, merged.blocks), (9, 16), "not known: merged, as its getattr");
+        for known in [true, false] {
+            assert_eq!(merge_dir_after(vec![Some(s0.clone()), None], known), None, "a follower without its copy");
+            assert_eq!(merge_dir_after(vec![None, Some(s1.clone())], known), None, "server 0 without its copy");
+            let other = Attr { fid: FileId(8), ..s1.clone() };
+            assert_eq!(merge_dir_after(vec![Some(s0.clone()), Some(other)], known), None, "copies of different objects");
+        }
+        assert_eq!(merge_dir_after(vec![], true), None);
     }
 
     #[test]

@@ -53,7 +53,7 @@ fn data() -> Data {
 }
 
 async fn file_with_data(s: &Stripe, dir: &Loc, name: &str, id: u128) -> Attr {
-    let a = s.create(dir, &nf(name, id), libc::O_RDWR).await.unwrap();
+    let a = s.create(dir, &nf(name, id), libc::O_RDWR).await.unwrap().attr;
     let at = Loc { path: dir.child(name).path, fid: Some(a.fid) };
     s.write(&at, 0, data()).await.unwrap();
     s.release(&at).await.unwrap();
@@ -65,8 +65,8 @@ async fn a_lookup_repairs_the_name_it_meets() {
     let (m0, m1, s) = two();
     let root = Loc::root();
     // A create that reached server 0 only: the follower gets it, same id.
-    let d = m0.mkdir(&root, &nf("d", 1)).await.unwrap();
-    let f = m0.create(&root, &nf("f", 2), libc::O_RDWR).await.unwrap();
+    let d = m0.mkdir(&root, &nf("d", 1)).await.unwrap().attr;
+    let f = m0.create(&root, &nf("f", 2), libc::O_RDWR).await.unwrap().attr;
     // An unlink that reached server 0 only.
     s.create(&root, &nf("gone", 3), libc::O_RDWR).await.unwrap();
     m0.unlink(&root, "gone").await.unwrap();
@@ -105,13 +105,13 @@ async fn a_missed_rename_keeps_the_followers_units() {
 async fn the_walk_repairs_a_missed_directory_move_and_removals() {
     let (m0, m1, s) = two();
     let root = Loc::root();
-    let a = s.mkdir(&root, &nf("a", 20)).await.unwrap();
+    let a = s.mkdir(&root, &nf("a", 20)).await.unwrap().attr;
     let al = Loc { path: "a".into(), fid: Some(a.fid) };
     let x = file_with_data(&s, &al, "x", 21).await;
     s.mkdir(&al, &nf("sub", 22)).await.unwrap();
     // Half-done: a directory move, a subtree removal, a file removal.
     m0.rename(&root, "a", &root, "b", RenameFlags::default()).await.unwrap();
-    let t = s.mkdir(&root, &nf("t", 23)).await.unwrap();
+    let t = s.mkdir(&root, &nf("t", 23)).await.unwrap().attr;
     let tl = Loc { path: "t".into(), fid: Some(t.fid) };
     s.create(&tl, &nf("y", 24), libc::O_RDWR).await.unwrap();
     m0.unlink(&tl, "y").await.unwrap();
@@ -180,8 +180,8 @@ async fn a_lookup_repairs_a_missed_chmod_and_chown() {
     let (m0, m1, s) = two();
     let root = Loc::root();
     let f = file_with_data(&s, &root, "f", 50).await;
-    let d = s.mkdir(&root, &nf("d", 51)).await.unwrap();
-    let l = s.symlink(&root, &nf("l", 52), "f").await.unwrap();
+    let d = s.mkdir(&root, &nf("d", 51)).await.unwrap().attr;
+    let l = s.symlink(&root, &nf("l", 52), "f").await.unwrap().attr;
     let at = |name: &str, a: &Attr| Loc { path: name.into(), fid: Some(a.fid) };
     m0.setattr(&at("f", &f), &chmod(0o600)).await.unwrap();
     m0.setattr(&at("d", &d), &chown(1000, 100)).await.unwrap();
@@ -205,9 +205,9 @@ async fn a_lookup_repairs_a_missed_chmod_and_chown() {
 async fn the_walk_repairs_missed_setattrs_below() {
     let (m0, m1, s) = two();
     let root = Loc::root();
-    let a = s.mkdir(&root, &nf("a", 60)).await.unwrap();
+    let a = s.mkdir(&root, &nf("a", 60)).await.unwrap().attr;
     let al = Loc { path: "a".into(), fid: Some(a.fid) };
-    let x = s.create(&al, &nf("x", 61), libc::O_RDWR).await.unwrap();
+    let x = s.create(&al, &nf("x", 61), libc::O_RDWR).await.unwrap().attr;
     let xl = Loc { path: "a/x".into(), fid: Some(x.fid) };
     s.release(&xl).await.unwrap();
     m0.setattr(&xl, &chown(7, 8)).await.unwrap();
@@ -378,7 +378,7 @@ async fn what_a_follower_missed_while_away_is_healed_in_the_background() {
     file_with_data(&s, &root, "f", 1).await;
     file_with_data(&s, &root, "a", 2).await;
     s.mkdir(&root, &nf("d", 3)).await.unwrap();
-    let c = s.create(&root, &nf("c", 4), libc::O_RDWR).await.unwrap();
+    let c = s.create(&root, &nf("c", 4), libc::O_RDWR).await.unwrap().attr;
     s.release(&Loc { path: "c".into(), fid: Some(c.fid) }).await.unwrap();
 
     away.store(true, SeqCst);

@@ -44,7 +44,7 @@ async fn listing_with(getattrs: bool) -> (Vec<(String, u64)>, usize) {
     let root = Loc::root();
     for i in 0..40u64 {
         let new = NewFile { name: format!("f{i:02}"), fid: FileId::from_random(u128::from(i) + 1), perm: 0o644, owner: Owner::default(), exclusive: true };
-        let a = s.create(&root, &new, libc::O_RDWR).await.unwrap();
+        let a = s.create(&root, &new, libc::O_RDWR).await.unwrap().attr;
         // sizes reaching into the follower's stripe unit for some
         let at = Loc { path: format!("f{i:02}"), fid: Some(a.fid) };
         s.write(&at, 0, bytes::Bytes::from(vec![7u8; (i * UNIT / 10) as usize + 1])).await.unwrap();

@@ -47,7 +47,7 @@ async fn an_open_that_failed_somewhere_is_released_where_it_succeeded() {
     let bad = Arc::new(Refusing { below: memory::memory(), refuse: true, releases: AtomicUsize::new(0) });
     let s = Stripe::new(vec![good.clone() as Next, bad.clone() as Next], UNIT).unwrap();
     let new = NewFile { name: "f".into(), fid: FileId::from_random(7), perm: 0o644, owner: Owner::default(), exclusive: true };
-    let a = s.create(&Loc::root(), &new, libc::O_RDWR).await.unwrap();
+    let a = s.create(&Loc::root(), &new, libc::O_RDWR).await.unwrap().attr;
     s.release(&Loc { path: "f".into(), fid: Some(a.fid) }).await.unwrap();
     let before = good.releases.load(SeqCst);
     assert_eq!(s.open(&Loc { path: "f".into(), fid: Some(a.fid) }, libc::O_RDONLY).await, Err(FsError::EIO));
@@ -90,16 +90,16 @@ impl Translator for Counting {
     fn next(&self) -> Option<&Next> {
         Some(&self.below)
     }
-    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
+    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Made> {
         if let Some(g) = &self.gate {
             let _pass = g.acquire().await.map_err(|_| FsError::EIO)?;
         }
         if self.refuse_creates.load(SeqCst) {
             return Err(FsError::EIO);
         }
-        let a = self.below.create(parent, new, flags).await?;
+        let m = self.below.create(parent, new, flags).await?;
         self.held.fetch_add(1, SeqCst);
-        Ok(a)
+        Ok(m)
     }
     async fn open(&self, loc: &Loc, flags: i32) -> FsResult<()> {
         self.below.open(loc, flags).await?;

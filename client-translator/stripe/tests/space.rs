@@ -89,7 +89,7 @@ async fn a_write_that_fills_one_server_says_what_landed_and_leaves_no_hole() {
     let leaves: Vec<Arc<posix::PosixTranslator>> = fs.iter().map(|f| posix::posix(&f.0, 64).unwrap()).collect();
     let s = Stripe::new(leaves.iter().map(|p| p.clone() as Next).collect(), UNIT).unwrap();
     let f = nf("f");
-    let a = s.create(&root(), &f, libc::O_RDWR).await.unwrap();
+    let a = s.create(&root(), &f, libc::O_RDWR).await.unwrap().attr;
     let l = at("f", a.fid);
     // Old content: 4 units, two on each server.
     let mut old: Vec<u8> = (0..4 * UNIT).map(old_byte).collect();

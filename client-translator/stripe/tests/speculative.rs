@@ -29,10 +29,10 @@ async fn a_new_name_gets_the_gateways_id_everywhere() {
     let (m0, m1) = servers();
     let s = Stripe::new(vec![m0.clone(), m1.clone()], UNIT).unwrap();
     let root = Loc::root();
-    assert_eq!(s.create(&root, &nf("f", 1, true), libc::O_RDWR).await.unwrap().fid, FileId::from_random(1));
-    assert_eq!(s.mkdir(&root, &nf("d", 2, true)).await.unwrap().fid, FileId::from_random(2));
-    assert_eq!(s.symlink(&root, &nf("l", 3, true), "t").await.unwrap().fid, FileId::from_random(3));
-    assert_eq!(s.mknod(&root, &nf("p", 4, true), libc::S_IFIFO | 0o644, 0).await.unwrap().fid, FileId::from_random(4));
+    assert_eq!(s.create(&root, &nf("f", 1, true), libc::O_RDWR).await.unwrap().attr.fid, FileId::from_random(1));
+    assert_eq!(s.mkdir(&root, &nf("d", 2, true)).await.unwrap().attr.fid, FileId::from_random(2));
+    assert_eq!(s.symlink(&root, &nf("l", 3, true), "t").await.unwrap().attr.fid, FileId::from_random(3));
+    assert_eq!(s.mknod(&root, &nf("p", 4, true), libc::S_IFIFO | 0o644, 0).await.unwrap().attr.fid, FileId::from_random(4));
     assert_eq!(names(&m0).await, names(&m1).await);
     assert_eq!(names(&m0).await.len(), 4);
 }
@@ -42,12 +42,12 @@ async fn a_create_without_o_excl_opens_and_truncates_the_existing_file_everywher
     let (m0, m1) = servers();
     let s = Stripe::new(vec![m0.clone(), m1.clone()], 4096).unwrap();
     let root = Loc::root();
-    let a = s.create(&root, &nf("f", 1, true), libc::O_RDWR).await.unwrap();
+    let a = s.create(&root, &nf("f", 1, true), libc::O_RDWR).await.unwrap().attr;
     let at = Loc { path: "f".into(), fid: Some(a.fid) };
     s.write(&at, 0, Data::from(vec![7u8; 3 * 4096])).await.unwrap();
     s.release(&at).await.unwrap();
     // Another id proposed: server 0's existing file wins on every server.
-    let b = s.create(&root, &nf("f", 2, false), libc::O_RDWR | libc::O_TRUNC).await.unwrap();
+    let b = s.create(&root, &nf("f", 2, false), libc::O_RDWR | libc::O_TRUNC).await.unwrap().attr;
     assert_eq!(b.fid, a.fid);
     assert_eq!(b.size, 0);
     assert_eq!(m1.getattr(&at).await.unwrap().size, 0, "the follower's copy was truncated too");
@@ -63,13 +63,13 @@ async fn a_follower_that_lacked_an_existing_file_gets_server_0s_id() {
     let s = Stripe::new(vec![m0.clone(), m1.clone()], UNIT).unwrap();
     let root = Loc::root();
     // A create that reached server 0 only; then the same name, not exclusive.
-    let a = m0.create(&root, &nf("f", 1, true), libc::O_RDWR).await.unwrap();
-    let b = s.create(&root, &nf("f", 2, false), libc::O_RDWR).await.unwrap();
+    let a = m0.create(&root, &nf("f", 1, true), libc::O_RDWR).await.unwrap().attr;
+    let b = s.create(&root, &nf("f", 2, false), libc::O_RDWR).await.unwrap().attr;
     assert_eq!(b.fid, a.fid);
     assert_eq!(names(&m1).await.get("f"), Some(&a.fid), "the follower's speculative copy was replaced");
     // An exclusive create that loses on server 0 leaves its follower part as
     // a stray; whoever next meets the name with server 0's answer replaces it.
-    let c = m0.create(&root, &nf("g", 3, true), libc::O_RDWR).await.unwrap();
+    let c = m0.create(&root, &nf("g", 3, true), libc::O_RDWR).await.unwrap().attr;
     assert_eq!(s.create(&root, &nf("g", 4, true), libc::O_RDWR).await.unwrap_err(), FsError::EEXIST);
     assert_eq!(names(&m1).await.get("g"), Some(&FileId::from_random(4)));
     assert_eq!(s.lookup(&root, "g").await.unwrap().fid, c.fid);
@@ -84,7 +84,7 @@ async fn a_heal_leaves_a_new_untouched_follower_only_name_and_removes_it_later()
     m1.create(&root, &nf("new", 1, true), libc::O_RDWR).await.unwrap();
     // ...and what a missed removal of a written file looks like.
     let s = Stripe::new(vec![m0.clone(), m1.clone()], 4096).unwrap();
-    let w = s.create(&root, &nf("written", 2, true), libc::O_RDWR).await.unwrap();
+    let w = s.create(&root, &nf("written", 2, true), libc::O_RDWR).await.unwrap().attr;
     let wl = Loc { path: "written".into(), fid: Some(w.fid) };
     s.write(&wl, 0, Data::from(vec![1u8; 2 * 4096])).await.unwrap();
     s.release(&wl).await.unwrap();
@@ -132,7 +132,7 @@ async fn the_same_names_made_at_once_by_two_gateways_are_one_object_everywhere()
             made.push(d.is_ok());
             let f = s.create(&root, &nf(&format!("f{i}"), base + 2 * i + 1, false), libc::O_RDWR).await;
             let f = f.unwrap_or_else(|e| panic!("create f{i}: {e:?}"));
-            s.release(&Loc { path: format!("f{i}"), fid: Some(f.fid) }).await.unwrap();
+            s.release(&Loc { path: format!("f{i}"), fid: Some(f.attr.fid) }).await.unwrap();
         }
         made
     };

@@ -251,14 +251,14 @@ impl Filesystem for GatewayFs {
         let _turn = self.readers.enter();
         let args = parent_and_name(&self.inodes, parent, name)
             .map(|(p, n)| (p, n.to_string(), new_file(n, mode & !umask, owner(req), true)));
-        self.entry(reply, parent, args, move |co, p, _, new| async move { co.mknod(&p, &new, mode, rdev).await });
+        self.entry(reply, parent, args, move |co, p, _, new| async move { co.mknod(&p, &new, mode, rdev).await.map(|m| m.attr) });
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
         let _turn = self.readers.enter();
         let args = parent_and_name(&self.inodes, parent, name)
             .map(|(p, n)| (p, n.to_string(), new_file(n, mode & !umask, owner(req), true)));
-        self.entry(reply, parent, args, |co, p, _, new| async move { co.mkdir(&p, &new).await });
+        self.entry(reply, parent, args, |co, p, _, new| async move { co.mkdir(&p, &new).await.map(|m| m.attr) });
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -291,7 +291,7 @@ impl Filesystem for GatewayFs {
             let target = target.to_str().ok_or(FsError::EILSEQ)?.to_string();
             Ok((p, n.to_string(), (new_file(n, 0o777, owner(req), true), target)))
         });
-        self.entry(reply, parent, args, |co, p, _, (new, target)| async move { co.symlink(&p, &new, &target).await });
+        self.entry(reply, parent, args, |co, p, _, (new, target)| async move { co.symlink(&p, &new, &target).await.map(|m| m.attr) });
     }
 
     fn rename(
@@ -339,7 +339,7 @@ impl Filesystem for GatewayFs {
             .inodes
             .loc(ino.0)
             .and_then(|l| parent_and_name(&self.inodes, newparent, newname).map(|(p, n)| (p, n.to_string(), l)));
-        self.entry(reply, newparent, args, |co, np, nn, loc| async move { co.link(&loc, &np, &nn).await });
+        self.entry(reply, newparent, args, |co, np, nn, loc| async move { co.link(&loc, &np, &nn).await.map(|m| m.attr) });
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
@@ -525,7 +525,7 @@ impl Filesystem for GatewayFs {
             .map(|(p, n)| (p, new_file(n, mode & !umask, owner(req), flags & libc::O_EXCL != 0)));
         let work = async move {
             let (ploc, new) = args?;
-            let attr = co.create(&ploc, &new, flags).await?;
+            let attr = co.create(&ploc, &new, flags).await?.attr;
             inodes.remember(parent.0, &ploc, &new.name, attr.fid);
             Ok(attr)
         };

@@ -97,12 +97,12 @@ impl Translator for GatewayOpens {
     }
 
     /// A create opens what it makes, or the file it finds.
-    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
+    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Made> {
         let session = session::current();
         self.table.admit(session, new.fid)?;
-        let a = self.below.create(parent, new, flags).await?;
-        self.table.opened(session, a.fid);
-        Ok(a)
+        let m = self.below.create(parent, new, flags).await?;
+        self.table.opened(session, m.attr.fid);
+        Ok(m)
     }
 
     /// Passed down only for an open counted here (see the crate page).

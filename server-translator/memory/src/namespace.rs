@@ -27,7 +27,7 @@ impl Fs {
         }
     }
 
-    pub fn mknod(&mut self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Attr> {
+    pub fn mknod(&mut self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Made> {
         let dir = self.new_name(parent, &new.name)?;
         let fmt = mode & libc::S_IFMT;
         let content = match fmt {
@@ -50,22 +50,22 @@ impl Fs {
             inode.rdev = rdev;
         }
         self.add(dir, &new.name, new.fid, inode);
-        Ok(self.attr(new.fid))
+        Ok(self.made(dir, new.fid))
     }
 
-    pub fn mkdir(&mut self, parent: &Loc, new: &NewFile) -> FsResult<Attr> {
+    pub fn mkdir(&mut self, parent: &Loc, new: &NewFile) -> FsResult<Made> {
         let dir = self.new_name(parent, &new.name)?;
         self.check_new_fid(new.fid)?;
         self.free(dir, &new.name)?;
         let perm = allowed_perm(new.perm);
         self.add(dir, &new.name, new.fid, Inode::new(Content::Dir(Dir::default()), perm, new.owner, dir));
-        Ok(self.attr(new.fid))
+        Ok(self.made(dir, new.fid))
     }
 
     /// Create (and open) a regular file; an existing name is opened instead
     /// unless the create is exclusive, as open(O_CREAT) does. The id must be
     /// new (posix's rule), even when an existing name is opened instead.
-    pub fn create(&mut self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
+    pub fn create(&mut self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Made> {
         let dir = self.new_name(parent, &new.name)?;
         let exclusive = new.exclusive || flags & libc::O_EXCL != 0;
         let fid_ok = self.check_new_fid(new.fid);
@@ -79,7 +79,7 @@ impl Fs {
             let inode = Inode::new(Content::File(Vec::new()), allowed_perm(new.perm), new.owner, dir);
             self.add(dir, &new.name, new.fid, inode);
             self.opened(new.fid);
-            return Ok(self.attr(new.fid));
+            return Ok(self.made(dir, new.fid));
         };
         if exclusive {
             return err(libc::EEXIST);
@@ -89,16 +89,16 @@ impl Fs {
             FileKind::Dir => return err(libc::EISDIR),
             FileKind::Symlink => return err(libc::ELOOP),
             FileKind::File => {}
-            _ => return Ok(self.attr(fid)),
+            _ => return Ok(self.made(dir, fid)),
         }
         if flags & libc::O_TRUNC != 0 {
             self.truncate(fid, 0)?;
         }
         self.opened(fid);
-        Ok(self.attr(fid))
+        Ok(self.made(dir, fid))
     }
 
-    pub fn symlink(&mut self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Attr> {
+    pub fn symlink(&mut self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Made> {
         let dir = self.new_name(parent, &new.name)?;
         if target.is_empty() {
             return err(libc::ENOENT);
@@ -110,10 +110,17 @@ impl Fs {
         self.free(dir, &new.name)?;
         // a symlink's permission bits are always 0777
         self.add(dir, &new.name, new.fid, Inode::new(Content::Symlink(target.to_string()), 0o777, new.owner, dir));
-        Ok(self.attr(new.fid))
+        Ok(self.made(dir, new.fid))
     }
 
-    pub fn link(&mut self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Attr> {
+    /// A new name's answer: `fid`'s attributes, and directory `dir`'s as
+    /// they are now, just after the change (the post-op attributes posix
+    /// gives too).
+    fn made(&self, dir: FileId, fid: FileId) -> Made {
+        Made { attr: self.attr(fid), dir: Some(self.attr(dir)) }
+    }
+
+    pub fn link(&mut self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Made> {
         let fid = self.resolve(loc)?;
         if self.inode(fid).kind() == FileKind::Dir {
             return err(libc::EPERM);
@@ -130,7 +137,7 @@ impl Fs {
         let d = self.inode_mut(dir);
         d.touch_mtime();
         d.dir_mut().expect("a resolved directory").insert(newname, fid, false);
-        Ok(self.attr(fid))
+        Ok(self.made(dir, fid))
     }
 
     pub fn unlink(&mut self, parent: &Loc, name: &str) -> FsResult<Removed> {
@@ -141,7 +148,7 @@ impl Fs {
             return err(libc::EISDIR);
         }
         self.remove_name(dir, name);
-        Ok(Removed { fid, remaining: self.unlinked(fid) })
+        Ok(Removed { fid, remaining: self.unlinked(fid), dir: Some(self.attr(dir)) })
     }
 
     pub fn rmdir(&mut self, parent: &Loc, name: &str) -> FsResult<Removed> {
@@ -155,7 +162,7 @@ impl Fs {
         }
         self.remove_name(dir, name);
         self.inodes.remove(&fid);
-        Ok(Removed { fid, remaining: None })
+        Ok(Removed { fid, remaining: None, dir: Some(self.attr(dir)) })
     }
 
     pub fn remove_name(&mut self, dir: FileId, name: &str) {

@@ -42,17 +42,17 @@ impl Fs {
         // vfs_rename
         if dst == Some(src) {
             // two names of one file (or one name onto itself): nothing to do
-            return Ok(Renamed { moved: src, replaced: None });
+            return Ok(self.renamed(from, to, src, None));
         }
         let src_dir = self.inode(src).kind() == FileKind::Dir;
         let Some(dst) = dst else {
             self.move_name(from, name, to, newname, src);
-            return Ok(Renamed { moved: src, replaced: None });
+            return Ok(self.renamed(from, to, src, None));
         };
         let dst_dir = self.inode(dst).kind() == FileKind::Dir;
         if flags.exchange {
             self.exchange(from, name, src, to, newname, dst);
-            return Ok(Renamed { moved: src, replaced: None });
+            return Ok(self.renamed(from, to, src, None));
         }
         match (src_dir, self.inode(dst).dir()) {
             (true, None) => return err(libc::ENOTDIR),
@@ -68,7 +68,12 @@ impl Fs {
             self.unlinked(dst)
         };
         self.move_name(from, name, to, newname, src);
-        Ok(Renamed { moved: src, replaced: Some(Removed { fid: dst, remaining }) })
+        Ok(self.renamed(from, to, src, Some(Removed { fid: dst, remaining, dir: None })))
+    }
+
+    /// The answer, with both directories' attributes just after.
+    fn renamed(&self, from: FileId, to: FileId, moved: FileId, replaced: Option<Removed>) -> Renamed {
+        Renamed { moved, replaced, dir: Some(self.attr(from)), newdir: Some(self.attr(to)) }
     }
 
     /// `from/name` (which is `fid`) becomes `to/newname` (which is free).

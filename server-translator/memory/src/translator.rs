@@ -80,23 +80,23 @@ impl xlator::complete::Complete for Memory {
         self.on(Fop::Readlink).readlink(loc)
     }
 
-    async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Attr> {
+    async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Made> {
         self.on(Fop::Mknod).mknod(parent, new, mode, rdev)
     }
 
-    async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Attr> {
+    async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Made> {
         self.on(Fop::Mkdir).mkdir(parent, new)
     }
 
-    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
+    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Made> {
         self.on(Fop::Create).create(parent, new, flags)
     }
 
-    async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Attr> {
+    async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Made> {
         self.on(Fop::Symlink).symlink(parent, new, target)
     }
 
-    async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Attr> {
+    async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Made> {
         self.on(Fop::Link).link(loc, newparent, newname)
     }
 

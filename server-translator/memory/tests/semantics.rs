@@ -139,7 +139,7 @@ async fn hard_links_share_data_and_count_names() {
         let root = Loc::root();
         let f = nf("f", 30);
         x.create(&root, &f, libc::O_RDWR).await.unwrap();
-        assert_eq!(x.link(&p("f"), &root, "g").await.unwrap().nlink, 2);
+        assert_eq!(x.link(&p("f"), &root, "g").await.unwrap().attr.nlink, 2);
         assert_eq!(x.link(&p("f"), &root, "g").await.unwrap_err(), FsError::EEXIST);
         x.write(&p("g"), 0, Bytes::from_static(b"shared")).await.unwrap();
         assert_eq!(&x.read(&p("f"), 0, 10).await.unwrap()[..], b"shared");
@@ -277,9 +277,9 @@ async fn calls_are_counted_per_operation() {
 async fn special_files_keep_their_kind() {
     on_both(|x| async move {
         let root = Loc::root();
-        let a = x.mknod(&root, &nf("fifo", 70), libc::S_IFIFO | 0o640, 0).await.unwrap();
+        let a = x.mknod(&root, &nf("fifo", 70), libc::S_IFIFO | 0o640, 0).await.unwrap().attr;
         assert_eq!((a.kind, a.rdev, a.perm), (FileKind::Fifo, 0, 0o644));
-        let a = x.mknod(&root, &nf("sock", 71), libc::S_IFSOCK | 0o640, 0).await.unwrap();
+        let a = x.mknod(&root, &nf("sock", 71), libc::S_IFSOCK | 0o640, 0).await.unwrap().attr;
         assert_eq!(a.kind, FileKind::Socket);
         for (fmt, id) in [(libc::S_IFCHR, 72), (libc::S_IFBLK, 73)] {
             assert_eq!(x.mknod(&root, &nf("dev", id), fmt | 0o640, 0x103).await.unwrap_err(), FsError::EPERM);

@@ -67,7 +67,7 @@ impl Posix {
         String::from_utf8(t).map_err(|_| err(libc::EILSEQ))
     }
 
-    pub fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> io::Result<Attr> {
+    pub fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> io::Result<Made> {
         let dir = self.resolve_dir(parent)?;
         check_new_name(dir.fid, &new.name)?;
         let fmt = mode & libc::S_IFMT;
@@ -80,10 +80,10 @@ impl Posix {
         let _id = self.lock_id(new.fid);
         self.check_new_fid(new.fid)?;
         sys::mknodat(raw(&dir.fd), &new.name, fmt | self.policy().perm(new.perm), rdev as u64)?;
-        self.finish_create(&dir, new, None)
+        Ok(self.made(&dir, self.finish_create(&dir, new, None)?))
     }
 
-    pub fn mkdir(&self, parent: &Loc, new: &NewFile) -> io::Result<Attr> {
+    pub fn mkdir(&self, parent: &Loc, new: &NewFile) -> io::Result<Made> {
         let dir = self.resolve_dir(parent)?;
         check_new_name(dir.fid, &new.name)?;
         let _name = self.lock_name(&dir, &new.name);
@@ -96,10 +96,10 @@ impl Posix {
         if r.is_err() {
             self.free_dir_fid(new.fid);
         }
-        r
+        Ok(self.made(&dir, r?))
     }
 
-    pub fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> io::Result<Attr> {
+    pub fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> io::Result<Made> {
         let dir = self.resolve_dir(parent)?;
         check_new_name(dir.fid, &new.name)?;
         let exclusive = new.exclusive || flags & libc::O_EXCL != 0;
@@ -111,20 +111,22 @@ impl Posix {
             if exclusive || e.raw_os_error() != Some(libc::EEXIST) {
                 return Err(e);
             }
-            return self.open_existing(&dir, &new.name, flags).map_err(|o| {
+            let a = self.open_existing(&dir, &new.name, flags).map_err(|o| {
                 if o.raw_os_error() == Some(libc::ENOENT) {
                     e
                 } else {
                     o
                 }
-            });
+            })?;
+            return Ok(self.made(&dir, a));
         }
         let base = libc::O_RDWR | libc::O_NOFOLLOW;
-        match sys::openat(raw(&dir.fd), &new.name, base | libc::O_CREAT | libc::O_EXCL, self.policy().perm(new.perm)) {
+        let a = match sys::openat(raw(&dir.fd), &new.name, base | libc::O_CREAT | libc::O_EXCL, self.policy().perm(new.perm)) {
             Ok(fd) => self.finish_create(&dir, new, Some(fd)),
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) && !exclusive => self.open_existing(&dir, &new.name, flags),
             Err(e) => Err(e),
-        }
+        };
+        Ok(self.made(&dir, a?))
     }
 
     /// open(O_CREAT) of an existing name opens it, as a local FS would (a
@@ -151,7 +153,7 @@ impl Posix {
         self.restat(&mut o)
     }
 
-    pub fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> io::Result<Attr> {
+    pub fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> io::Result<Made> {
         let dir = self.resolve_dir(parent)?;
         check_new_name(dir.fid, &new.name)?;
         if target.is_empty() {
@@ -164,7 +166,21 @@ impl Posix {
         let _id = self.lock_id(new.fid);
         self.check_new_fid(new.fid)?;
         sys::symlinkat(target, raw(&dir.fd), &new.name)?;
-        self.finish_create(&dir, new, None)
+        Ok(self.made(&dir, self.finish_create(&dir, new, None)?))
+    }
+
+    /// A new name's answer: its object, and directory `dir` as it is now,
+    /// just after the change (taken while the name's lock is still held).
+    fn made(&self, dir: &Obj, attr: Attr) -> Made {
+        Made { attr, dir: self.dir_after(dir) }
+    }
+
+    /// Directory `dir`'s attributes as they are now, right after a change
+    /// in it: what a gateway would be answered if it asked next (NFSv3's
+    /// post-op attributes). None if it cannot be stat'ed: the gateway then
+    /// asks.
+    fn dir_after(&self, dir: &Obj) -> Option<Attr> {
+        sys::fstat(raw(&dir.fd)).ok().map(|st| super::attr_of(&st, dir.fid, dir.linked))
     }
 
     /// Owner, permissions, id and per-fid link of a just-created object; on
@@ -214,7 +230,7 @@ impl Posix {
         self.restat(&mut o)
     }
 
-    pub fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> io::Result<Attr> {
+    pub fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> io::Result<Made> {
         let mut o = self.resolve(loc)?;
         if kind_of(&o.st) == FileKind::Dir {
             return Err(err(libc::EPERM));
@@ -222,7 +238,8 @@ impl Posix {
         let dir = self.resolve_dir(newparent)?;
         check_new_name(dir.fid, newname)?;
         sys::link_fd(raw(&o.fd), raw(&dir.fd), newname)?;
-        self.restat(&mut o)
+        let a = self.restat(&mut o)?;
+        Ok(self.made(&dir, a))
     }
 
     pub fn unlink(&self, parent: &Loc, name: &str) -> io::Result<Removed> {
@@ -233,8 +250,9 @@ impl Posix {
             return Err(err(libc::EISDIR));
         }
         sys::unlinkat(raw(&dir.fd), name, 0)?;
+        let dir_after = self.dir_after(&dir);
         let remaining = self.after_last_name_removed(&o)?;
-        Ok(Removed { fid: o.fid, remaining })
+        Ok(Removed { fid: o.fid, remaining, dir: dir_after })
     }
 
     pub fn rmdir(&self, parent: &Loc, name: &str) -> io::Result<Removed> {
@@ -245,9 +263,10 @@ impl Posix {
             return Err(err(libc::ENOTDIR));
         }
         sys::unlinkat(raw(&dir.fd), name, libc::AT_REMOVEDIR)?;
+        let dir_after = self.dir_after(&dir);
         self.forget_dir(o.fid);
         self.free_dir_fid(o.fid);
-        Ok(Removed { fid: o.fid, remaining: None })
+        Ok(Removed { fid: o.fid, remaining: None, dir: dir_after })
     }
 
     /// A file whose last name just went: held for the removal grace (an
@@ -324,6 +343,8 @@ impl Posix {
                 return Err(e);
             }
         }
+        let dir_after = self.dir_after(&from);
+        let newdir_after = if to.fid == from.fid { dir_after.clone() } else { self.dir_after(&to) };
         let replaced = match dst {
             Some(d) if !flags.exchange && (d.st.st_ino, d.st.st_dev) != (src.st.st_ino, src.st.st_dev) => {
                 let remaining = if kind_of(&d.st) == FileKind::Dir {
@@ -333,10 +354,10 @@ impl Posix {
                 } else {
                     self.after_last_name_removed(&d)?
                 };
-                Some(Removed { fid: d.fid, remaining })
+                Some(Removed { fid: d.fid, remaining, dir: None })
             }
             _ => None,
         };
-        Ok(Renamed { moved: src.fid, replaced })
+        Ok(Renamed { moved: src.fid, replaced, dir: dir_after, newdir: newdir_after })
     }
 }

@@ -79,27 +79,27 @@ impl xlator::complete::Complete for PosixTranslator {
         self.run(move |x| x.readlink(&l)).await
     }
 
-    async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Attr> {
+    async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Made> {
         let (p, n) = (parent.clone(), new.clone());
         self.run(move |x| x.mknod(&p, &n, mode, rdev)).await
     }
 
-    async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Attr> {
+    async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Made> {
         let (p, n) = (parent.clone(), new.clone());
         self.run(move |x| x.mkdir(&p, &n)).await
     }
 
-    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
+    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Made> {
         let (p, n) = (parent.clone(), new.clone());
         self.run(move |x| x.create(&p, &n, flags)).await
     }
 
-    async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Attr> {
+    async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Made> {
         let (p, n, t) = (parent.clone(), new.clone(), target.to_string());
         self.run(move |x| x.symlink(&p, &n, &t)).await
     }
 
-    async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Attr> {
+    async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Made> {
         let (l, p, n) = (loc.clone(), newparent.clone(), newname.to_string());
         self.run(move |x| x.link(&l, &p, &n)).await
     }

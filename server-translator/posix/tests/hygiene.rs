@@ -33,7 +33,7 @@ async fn device_nodes_are_refused_by_default() {
 
     let allowed = tempfile::tempdir().unwrap();
     let p = posix_with(allowed.path(), posix::ExportPolicy { allow_devices: true, ..Default::default() });
-    let a = p.mknod(&root(), &nf("null"), libc::S_IFCHR | 0o666, 1 << 8 | 3).await.unwrap();
+    let a = p.mknod(&root(), &nf("null"), libc::S_IFCHR | 0o666, 1 << 8 | 3).await.unwrap().attr;
     assert_eq!(a.rdev, 1 << 8 | 3);
     assert_eq!(mode_on_disk(allowed.path(), "null") & libc::S_IFMT, libc::S_IFCHR);
 }
@@ -44,9 +44,9 @@ async fn set_id_bits_are_dropped_by_default() {
     let p = posix::posix(dir.path(), 64).unwrap();
     // A setuid-root program, a setgid directory, a setuid file by mknod.
     let f = NewFile { perm: 0o4755, ..nf("su") };
-    assert_eq!(p.create(&root(), &f, libc::O_RDWR).await.unwrap().perm, 0o755);
-    assert_eq!(p.mkdir(&root(), &NewFile { perm: 0o2775, ..nf("d") }).await.unwrap().perm, 0o775);
-    assert_eq!(p.mknod(&root(), &NewFile { perm: 0o6755, ..nf("n") }, libc::S_IFREG, 0).await.unwrap().perm, 0o755);
+    assert_eq!(p.create(&root(), &f, libc::O_RDWR).await.unwrap().attr.perm, 0o755);
+    assert_eq!(p.mkdir(&root(), &NewFile { perm: 0o2775, ..nf("d") }).await.unwrap().attr.perm, 0o775);
+    assert_eq!(p.mknod(&root(), &NewFile { perm: 0o6755, ..nf("n") }, libc::S_IFREG, 0).await.unwrap().attr.perm, 0o755);
     // chmod: dropped too; other bits (sticky included) are kept.
     let chmod = |perm| SetAttr { perm: Some(perm), ..Default::default() };
     assert_eq!(p.setattr(&at("su", f.fid), &chmod(0o6711)).await.unwrap().perm, 0o711);
@@ -59,12 +59,12 @@ async fn set_id_bits_are_dropped_by_default() {
     // does not inherit the bit either.
     std::fs::create_dir(dir.path().join("g")).unwrap();
     std::fs::set_permissions(dir.path().join("g"), std::os::unix::fs::PermissionsExt::from_mode(0o2777)).unwrap();
-    assert_eq!(p.mkdir(&path("g"), &NewFile { perm: 0o755, ..nf("sub") }).await.unwrap().perm, 0o755);
+    assert_eq!(p.mkdir(&path("g"), &NewFile { perm: 0o755, ..nf("sub") }).await.unwrap().attr.perm, 0o755);
 
     let allowed = tempfile::tempdir().unwrap();
     let p = posix_with(allowed.path(), posix::ExportPolicy { allow_setid: true, ..Default::default() });
-    assert_eq!(p.create(&root(), &NewFile { perm: 0o4755, ..nf("su") }, libc::O_RDWR).await.unwrap().perm, 0o4755);
-    assert_eq!(p.mkdir(&root(), &NewFile { perm: 0o2775, ..nf("d") }).await.unwrap().perm, 0o2775);
+    assert_eq!(p.create(&root(), &NewFile { perm: 0o4755, ..nf("su") }, libc::O_RDWR).await.unwrap().attr.perm, 0o4755);
+    assert_eq!(p.mkdir(&root(), &NewFile { perm: 0o2775, ..nf("d") }).await.unwrap().attr.perm, 0o2775);
     assert_eq!(mode_on_disk(allowed.path(), "su") & 0o7777, 0o4755);
 }
 
@@ -76,12 +76,12 @@ async fn root_squash_gives_roots_objects_to_nobody() {
     }
     let dir = tempfile::tempdir().unwrap();
     let p = posix_with(dir.path(), posix::ExportPolicy { root_squash: true, ..Default::default() });
-    let a = p.create(&root(), &nf("f"), libc::O_RDWR).await.unwrap();
+    let a = p.create(&root(), &nf("f"), libc::O_RDWR).await.unwrap().attr;
     assert_eq!((a.uid, a.gid), (posix::NOBODY, posix::NOBODY));
     let md = std::fs::metadata(dir.path().join("f")).unwrap();
     assert_eq!((md.uid(), md.gid()), (posix::NOBODY, posix::NOBODY));
     let u = NewFile { owner: Owner { uid: 1000, gid: 100 }, ..nf("u") };
-    let a = p.mkdir(&root(), &u).await.unwrap();
+    let a = p.mkdir(&root(), &u).await.unwrap().attr;
     assert_eq!((a.uid, a.gid), (1000, 100), "other owners are kept");
     // chown to root: refused, nothing changed; to others: done.
     for set in [SetAttr { uid: Some(0), ..Default::default() }, SetAttr { gid: Some(0), ..Default::default() }] {
@@ -94,5 +94,5 @@ async fn root_squash_gives_roots_objects_to_nobody() {
     // Without squash (the default) root stays root.
     let plain = tempfile::tempdir().unwrap();
     let p = posix::posix(plain.path(), 64).unwrap();
-    assert_eq!(p.create(&root(), &nf("f"), libc::O_RDWR).await.unwrap().uid, 0);
+    assert_eq!(p.create(&root(), &nf("f"), libc::O_RDWR).await.unwrap().attr.uid, 0);
 }

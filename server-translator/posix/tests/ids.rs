@@ -13,12 +13,12 @@ use xlator::*;
 async fn make_each(x: &dyn Translator, new: &NewFile) -> Vec<(&'static str, FsResult<Attr>)> {
     let n = |s: &str| NewFile { name: format!("{}-{s}", new.name), ..new.clone() };
     vec![
-        ("create", x.create(&root(), &n("create"), libc::O_RDWR).await),
-        ("create non-exclusive", x.create(&root(), &NewFile { exclusive: false, ..n("open") }, libc::O_RDWR).await),
-        ("mkdir", x.mkdir(&root(), &n("mkdir")).await),
-        ("mknod file", x.mknod(&root(), &n("mknod"), libc::S_IFREG | 0o644, 0).await),
-        ("mknod fifo", x.mknod(&root(), &n("fifo"), libc::S_IFIFO | 0o644, 0).await),
-        ("symlink", x.symlink(&root(), &n("symlink"), "target").await),
+        ("create", x.create(&root(), &n("create"), libc::O_RDWR).await.map(|m| m.attr)),
+        ("create non-exclusive", x.create(&root(), &NewFile { exclusive: false, ..n("open") }, libc::O_RDWR).await.map(|m| m.attr)),
+        ("mkdir", x.mkdir(&root(), &n("mkdir")).await.map(|m| m.attr)),
+        ("mknod file", x.mknod(&root(), &n("mknod"), libc::S_IFREG | 0o644, 0).await.map(|m| m.attr)),
+        ("mknod fifo", x.mknod(&root(), &n("fifo"), libc::S_IFIFO | 0o644, 0).await.map(|m| m.attr)),
+        ("symlink", x.symlink(&root(), &n("symlink"), "target").await.map(|m| m.attr)),
     ]
 }
 
@@ -68,7 +68,7 @@ async fn a_create_naming_an_id_in_use_is_refused_and_makes_nothing() {
     // A link names the same object again, so it cannot alias an id either:
     // a location naming one id with another's path links the one with the
     // id; a file with no name left cannot be linked back.
-    let l = x.link(&at("d-not-this", secret.fid), &root(), "l").await.unwrap();
+    let l = x.link(&at("d-not-this", secret.fid), &root(), "l").await.unwrap().attr;
     assert_eq!((l.fid, x.lookup(&root(), "l").await.unwrap().fid), (secret.fid, secret.fid));
     assert_eq!(x.link(&at("gone", gone.fid), &root(), "back").await.unwrap_err(), FsError::ENOENT);
 
@@ -80,10 +80,10 @@ async fn a_create_naming_an_id_in_use_is_refused_and_makes_nothing() {
 
 async fn make(x: &dyn Translator, kind: &str, new: &NewFile) -> FsResult<Attr> {
     match kind {
-        "create" => x.create(&root(), new, libc::O_RDWR).await,
-        "mkdir" => x.mkdir(&root(), new).await,
-        "symlink" => x.symlink(&root(), new, "t").await,
-        _ => x.mknod(&root(), new, libc::S_IFIFO | 0o600, 0).await,
+        "create" => x.create(&root(), new, libc::O_RDWR).await.map(|m| m.attr),
+        "mkdir" => x.mkdir(&root(), new).await.map(|m| m.attr),
+        "symlink" => x.symlink(&root(), new, "t").await.map(|m| m.attr),
+        _ => x.mknod(&root(), new, libc::S_IFIFO | 0o600, 0).await.map(|m| m.attr),
     }
 }
 
@@ -113,9 +113,9 @@ async fn the_same_id_on_another_server_after_a_rollback_and_for_an_existing_name
     // Non-exclusive create of an existing file with its own id (a racing
     // gateway on servers 1..S-1): opened, not refused.
     let f = NewFile { exclusive: false, ..nf("shared") };
-    let a = x1.create(&root(), &f, libc::O_RDWR).await.unwrap();
+    let a = x1.create(&root(), &f, libc::O_RDWR).await.unwrap().attr;
     x1.write(&at("shared", f.fid), 0, Bytes::from_static(b"kept")).await.unwrap();
-    let again = x1.create(&root(), &f, libc::O_RDWR).await.unwrap();
+    let again = x1.create(&root(), &f, libc::O_RDWR).await.unwrap().attr;
     assert_eq!((again.fid, again.size), (a.fid, 4));
     // ... but the id of an existing file does not make a second name.
     let elsewhere = NewFile { name: "elsewhere".into(), ..f.clone() };
@@ -153,7 +153,7 @@ async fn racing_creates_with_one_id_make_one_object() {
         for t in tasks {
             match t.await.unwrap() {
                 Ok(a) => {
-                    assert_eq!(a.fid, id);
+                    assert_eq!(a.attr.fid, id);
                     made += 1;
                 }
                 Err(e) => assert_eq!(e, FsError::EEXIST),

@@ -27,7 +27,7 @@ async fn special_files_keep_their_kind_and_device_number() {
     let dir = tempfile::tempdir().unwrap();
     let p = posix_with(dir.path(), posix::ExportPolicy { allow_devices: true, ..Default::default() });
     for (name, fmt, kind, rdev) in KINDS {
-        let made = p.mknod(&root(), &nf(name), fmt | 0o640, rdev).await.unwrap();
+        let made = p.mknod(&root(), &nf(name), fmt | 0o640, rdev).await.unwrap().attr;
         let local = std::fs::symlink_metadata(dir.path().join(name)).unwrap();
         assert_eq!(local.mode() & libc::S_IFMT, fmt, "{name} on disk");
         assert_eq!((made.kind, made.rdev, made.perm), (kind, local.rdev() as u32, local.mode() & 0o7777), "{name} from mknod");

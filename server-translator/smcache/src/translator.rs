@@ -465,7 +465,7 @@ impl Stateful for SmCache {
         i.commit(&l, ch, "update").await
     }
 
-    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
+    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Made> {
         let i = &self.inner;
         let Some(l) = i.layouts.current() else { return self.below.create(parent, new, flags).await };
         // O_TRUNC on an existing file truncates it: treat like setattr(size 0).
@@ -479,9 +479,9 @@ impl Stateful for SmCache {
             }
         }
         let r = self.below.create(parent, new, flags).await?;
-        if r.fid == new.fid {
+        if r.attr.fid == new.fid {
             // made here with the id the gateway drew: no block of it exists
-            i.never_cached.created(r.fid);
+            i.never_cached.created(r.attr.fid);
         }
         let pfid = i.fid_of(parent).await?;
         // A new name, or an existing file opened untouched, leaves the
@@ -490,37 +490,37 @@ impl Stateful for SmCache {
         let mut ch = vec![Change::Del(K::Stat(pfid))];
         if let Some((old, _g)) = &pre {
             ch.push(Change::Del(K::Dentry(pfid, new.name.clone())));
-            ch.push(Change::Del(K::Stat(r.fid)));
-            if old.fid == r.fid {
-                i.shrink(&l, r.fid, 0, old.size, &mut ch);
+            ch.push(Change::Del(K::Stat(r.attr.fid)));
+            if old.fid == r.attr.fid {
+                i.shrink(&l, r.attr.fid, 0, old.size, &mut ch);
             }
         }
         i.commit(&l, ch, "invalidate").await?;
         Ok(r)
     }
 
-    async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Attr> {
+    async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Made> {
         let r = self.below.mkdir(parent, new).await?;
         self.created(parent, None).await?;
         Ok(r)
     }
 
-    async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Attr> {
+    async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Made> {
         let r = self.below.mknod(parent, new, mode, rdev).await?;
         self.created(parent, None).await?;
         Ok(r)
     }
 
-    async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Attr> {
+    async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Made> {
         let r = self.below.symlink(parent, new, target).await?;
         self.created(parent, None).await?;
         Ok(r)
     }
 
-    async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Attr> {
+    async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Made> {
         let r = self.below.link(loc, newparent, newname).await?;
         // the new name is new (see `created`); the file's nlink changed
-        self.created(newparent, Some(r.fid)).await?;
+        self.created(newparent, Some(r.attr.fid)).await?;
         Ok(r)
     }
 

@@ -125,14 +125,14 @@ impl Stateful for Upcall {
 
     // ---- namespace mutations
 
-    async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Attr> {
+    async fn mknod(&self, parent: &Loc, new: &NewFile, mode: u32, rdev: u32) -> FsResult<Made> {
         self.hold_new(new);
         let r = self.below.mknod(parent, new, mode, rdev).await?;
         self.call_back(Stale::new().new_name(parent)).await;
         Ok(r)
     }
 
-    async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Attr> {
+    async fn mkdir(&self, parent: &Loc, new: &NewFile) -> FsResult<Made> {
         self.hold_new(new);
         let r = self.below.mkdir(parent, new).await?;
         self.call_back(Stale::new().new_name(parent)).await;
@@ -140,18 +140,18 @@ impl Stateful for Upcall {
     }
 
     /// A new name; with O_TRUNC, an existing file it opened lost its pages.
-    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Attr> {
+    async fn create(&self, parent: &Loc, new: &NewFile, flags: i32) -> FsResult<Made> {
         self.hold_new(new);
         let r = self.below.create(parent, new, flags).await?;
         let mut stale = Stale::new().new_name(parent);
         if truncates(flags) {
-            stale = stale.pages(r.fid, 0, 0);
+            stale = stale.pages(r.attr.fid, 0, 0);
         }
         self.call_back(stale).await;
         Ok(r)
     }
 
-    async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Attr> {
+    async fn symlink(&self, parent: &Loc, new: &NewFile, target: &str) -> FsResult<Made> {
         self.hold_new(new);
         let r = self.below.symlink(parent, new, target).await?;
         self.call_back(Stale::new().new_name(parent)).await;
@@ -159,7 +159,7 @@ impl Stateful for Upcall {
     }
 
     /// A new name, and the file's nlink.
-    async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Attr> {
+    async fn link(&self, loc: &Loc, newparent: &Loc, newname: &str) -> FsResult<Made> {
         let r = self.below.link(loc, newparent, newname).await?;
         self.call_back(Stale::new().new_name(newparent).attrs(loc)).await;
         Ok(r)

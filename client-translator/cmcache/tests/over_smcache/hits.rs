@@ -113,13 +113,13 @@ async fn what_a_create_makes_is_in_the_bank_at_once() {
     let (a, b) = (&s.gateways[0], &s.gateways[1]);
     let root = Loc::root();
     let f = testkit::new_file("f");
-    let fa = a.create(&root, &f, libc::O_RDWR | libc::O_CREAT).await.unwrap();
+    let fa = a.create(&root, &f, libc::O_RDWR | libc::O_CREAT).await.unwrap().attr;
     let d = testkit::new_file("d");
-    let da = a.mkdir(&root, &d).await.unwrap();
+    let da = a.mkdir(&root, &d).await.unwrap().attr;
     let l = testkit::new_file("l");
-    let la = a.symlink(&root, &l, "f").await.unwrap();
+    let la = a.symlink(&root, &l, "f").await.unwrap().attr;
     let n = testkit::new_file("n");
-    let na = a.mknod(&root, &n, libc::S_IFREG | 0o644, 0).await.unwrap();
+    let na = a.mknod(&root, &n, libc::S_IFREG | 0o644, 0).await.unwrap().attr;
     s.populated(0, 8).await;
     let before = counts(&s);
     for (name, want) in [("f", &fa), ("d", &da), ("l", &la), ("n", &na)] {
@@ -133,7 +133,7 @@ async fn what_a_create_makes_is_in_the_bank_at_once() {
     }
 
     // a link: the new entry is filled; the file's stat changed (nlink) and is asked again
-    let linked = a.link(&testkit::at("f", fa.fid), &root, "f2").await.unwrap();
+    let linked = a.link(&testkit::at("f", fa.fid), &root, "f2").await.unwrap().attr;
     assert_eq!(linked.nlink, 2);
     s.populated(0, 9).await;
     let before = counts(&s);
@@ -152,7 +152,7 @@ async fn a_change_after_a_create_is_seen() {
     for i in 0..20 {
         let name = format!("f{i}");
         let f = testkit::new_file(&name);
-        let made = a.create(&root, &f, libc::O_RDWR | libc::O_CREAT).await.unwrap();
+        let made = a.create(&root, &f, libc::O_RDWR | libc::O_CREAT).await.unwrap().attr;
         let loc = testkit::at(&name, made.fid);
         b.write(&loc, 0, bytes::Bytes::from_static(b"grown")).await.unwrap();
         assert_eq!(a.getattr(&loc).await.unwrap().size, 5, "{name}");

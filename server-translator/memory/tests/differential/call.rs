@@ -54,8 +54,18 @@ pub fn attr(a: &Attr) -> String {
     )
 }
 
+/// A directory's attributes just after a change in it, as the answer
+/// carries them: both leaves give them.
+fn dir_after(d: &Option<Attr>) -> String {
+    format!("dir after {:?}", d.as_ref().map(attr))
+}
+
+fn made(m: &Made) -> String {
+    format!("{} {}", attr(&m.attr), dir_after(&m.dir))
+}
+
 fn removed(r: &Removed) -> String {
-    format!("removed {:?} remaining {:?}", r.fid, r.remaining.as_ref().map(attr))
+    format!("removed {:?} remaining {:?} {}", r.fid, r.remaining.as_ref().map(attr), dir_after(&r.dir))
 }
 
 fn show(r: FsResult<String>) -> String {
@@ -132,17 +142,17 @@ impl Call {
             Call::Getattr(l) => x.getattr(l).await.map(|a| attr(&a)),
             Call::Setattr(l, s) => x.setattr(l, s).await.map(|a| attr(&a)),
             Call::Readlink(l) => x.readlink(l).await,
-            Call::Mknod(p, n, mode, rdev) => x.mknod(p, n, *mode, *rdev).await.map(|a| attr(&a)),
-            Call::Mkdir(p, n) => x.mkdir(p, n).await.map(|a| attr(&a)),
-            Call::Create(p, n, f) => x.create(p, n, *f).await.map(|a| attr(&a)),
-            Call::Symlink(p, n, t) => x.symlink(p, n, t).await.map(|a| attr(&a)),
-            Call::Link(l, p, n) => x.link(l, p, n).await.map(|a| attr(&a)),
+            Call::Mknod(p, n, mode, rdev) => x.mknod(p, n, *mode, *rdev).await.map(|m| made(&m)),
+            Call::Mkdir(p, n) => x.mkdir(p, n).await.map(|m| made(&m)),
+            Call::Create(p, n, f) => x.create(p, n, *f).await.map(|m| made(&m)),
+            Call::Symlink(p, n, t) => x.symlink(p, n, t).await.map(|m| made(&m)),
+            Call::Link(l, p, n) => x.link(l, p, n).await.map(|m| made(&m)),
             Call::Unlink(p, n) => x.unlink(p, n).await.map(|r| removed(&r)),
             Call::Rmdir(p, n) => x.rmdir(p, n).await.map(|r| removed(&r)),
             Call::Rename(p, n, np, nn, f) => x
                 .rename(p, n, np, nn, *f)
                 .await
-                .map(|r| format!("moved {:?} replaced {:?}", r.moved, r.replaced.as_ref().map(removed))),
+                .map(|r| format!("moved {:?} replaced {:?} {} new{}", r.moved, r.replaced.as_ref().map(removed), dir_after(&r.dir), dir_after(&r.newdir))),
             Call::Open(l, f) => x.open(l, *f).await.map(|()| String::new()),
             Call::Release(l) => x.release(l).await.map(|()| String::new()),
             Call::Read(l, off, size) => x.read(l, *off, *size).await.map(|d| format!("{d:?}")),

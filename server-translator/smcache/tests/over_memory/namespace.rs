@@ -83,9 +83,9 @@ async fn removals_drop_the_parent_stat_the_entry_and_the_child_stat() {
     let d = new_file("d");
     s.sm.mkdir(&Loc::root(), &d).await.unwrap();
     let dir = at("d", d.fid);
-    let f = s.sm.create(&dir, &new_file("f"), libc::O_RDWR | libc::O_CREAT).await.unwrap();
+    let f = s.sm.create(&dir, &new_file("f"), libc::O_RDWR | libc::O_CREAT).await.unwrap().attr;
     s.sm.link(&at("d/f", f.fid), &dir, "g").await.unwrap();
-    let sub = s.sm.mkdir(&dir, &new_file("sub")).await.unwrap();
+    let sub = s.sm.mkdir(&dir, &new_file("sub")).await.unwrap().attr;
 
     let f = s.sm.getattr(&at("d/f", f.fid)).await.unwrap();
     cached(&v, &s, &dir, "f", Some(&f)).await;
@@ -111,8 +111,8 @@ async fn rename_drops_both_entries_both_parents_and_both_files() {
     s.sm.mkdir(&Loc::root(), &a).await.unwrap();
     s.sm.mkdir(&Loc::root(), &b).await.unwrap();
     let (da, db) = (at("a", a.fid), at("b", b.fid));
-    let x = s.sm.create(&da, &new_file("x"), libc::O_RDWR | libc::O_CREAT).await.unwrap();
-    let y = s.sm.create(&db, &new_file("y"), libc::O_RDWR | libc::O_CREAT).await.unwrap();
+    let x = s.sm.create(&da, &new_file("x"), libc::O_RDWR | libc::O_CREAT).await.unwrap().attr;
+    let y = s.sm.create(&db, &new_file("y"), libc::O_RDWR | libc::O_CREAT).await.unwrap().attr;
 
     cached(&v, &s, &da, "x", Some(&x)).await;
     cached(&v, &s, &db, "y", Some(&y)).await;

@@ -79,7 +79,7 @@ async fn truncating_opens_and_creates_drop_every_block() {
 
     s.sm.write(&f, 0, fill(6)).await.unwrap();
     let again = NewFile { exclusive: false, ..testkit::new_file("f") };
-    let a = s.sm.create(&Loc::root(), &again, libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC).await.unwrap();
+    let a = s.sm.create(&Loc::root(), &again, libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC).await.unwrap().attr;
     assert_eq!((a.fid, a.size), (fid(&f), 0), "creating an existing name opens it");
     assert!((0..3).all(|n| v.block(fid(&f), n).is_none()));
 }
@@ -259,7 +259,7 @@ async fn a_file_made_here_is_not_rewritten_until_its_blocks_are_first_stored() {
     // A create that opens an existing file (another id: the name was
     // taken) makes nothing new: its writes rewrite.
     let g = s.on_disk("g", &pattern(100, 4)).await;
-    let opened = s.sm.create(&Loc::root(), &testkit::new_file("g"), libc::O_RDWR | libc::O_CREAT).await.unwrap();
+    let opened = s.sm.create(&Loc::root(), &testkit::new_file("g"), libc::O_RDWR | libc::O_CREAT).await.unwrap().attr;
     assert_eq!(opened.fid, fid(&g));
     s.sm.write(&g, 0, pattern(10, 5)).await.unwrap();
     assert_eq!(v.block(fid(&g), 0).unwrap(), s.disk(&g, 0, BS as u64).await);
