@@ -393,6 +393,17 @@ fn a_removal_here_forgets_only_what_it_touched() {
     }
     assert_eq!(std::fs::read(a("d/m1")).unwrap(), b"n1");
     common::assert_errno(std::fs::metadata(a("d/n1")), libc::ENOENT);
+    // what a rename here moved comes with its attributes after it (its
+    // ctime changed): its stat, and the unlink that often follows, ask
+    // the servers nothing
+    std::fs::write(a("d/r0"), b"r").unwrap();
+    std::fs::rename(a("d/r0"), a("d/r1")).unwrap();
+    let (servers, getattrs) = (lookups(), storage_getattrs(&c));
+    let here = std::fs::metadata(a("d/r1")).unwrap();
+    assert_eq!(lookups() - servers + storage_getattrs(&c) - getattrs, 0.0, "the renamed file's stat reached the servers");
+    let there = std::fs::metadata(b("d/r1")).unwrap();
+    let key = |m: &std::fs::Metadata| (m.ino(), m.nlink(), m.size(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec());
+    assert_eq!(key(&here), key(&there), "the renamed file's attributes, here and through gateway 1");
     // names another gateway adds are seen here at once, a removed one too
     std::fs::write(b("d/n0"), b"again").unwrap();
     std::fs::write(b("d/y"), b"y").unwrap();
@@ -400,7 +411,7 @@ fn a_removal_here_forgets_only_what_it_touched() {
     assert_eq!(std::fs::read(a("d/y")).unwrap(), b"y");
     let mut names: Vec<String> = std::fs::read_dir(a("d")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     names.sort();
-    assert_eq!(names, ["m1", "n0", "n2", "new0", "new1", "new2", "y"]);
+    assert_eq!(names, ["m1", "n0", "n2", "new0", "new1", "new2", "r1", "y"]);
 }
 
 /// A write waits only for the gateways that hold the file (told the servers

@@ -212,7 +212,7 @@ record!(FallocMode { op, keep_size });
 record!(Extent { offset, len });
 record!(Made { attr, dir });
 record!(Removed { fid, remaining, dir });
-record!(Renamed { moved, replaced, dir, newdir });
+record!(Renamed { moved, replaced, dir, newdir, moved_attr });
 record!(Lock { kind, typ, start, end, owner, pid });
 record!(CopySpan { src, dst, len });
 record!(CacheConfig { epoch, volume, nodes, fenced, block_size, placement, timeout_ms, lease_ms });

@@ -185,8 +185,8 @@ fn reply() -> impl Strategy<Value = Result<Reply, FsError>> {
         name().prop_map(|t| Ok(Reply::Target(t))),
         removed().prop_map(|r| Ok(Reply::Removed(r))),
         (attr(), proptest::option::of(attr())).prop_map(|(attr, dir)| Ok(Reply::Made(Made { attr, dir }))),
-        (fid(), proptest::option::of(removed()), proptest::option::of(attr()), proptest::option::of(attr()))
-            .prop_map(|(moved, replaced, dir, newdir)| Ok(Reply::Renamed(Renamed { moved, replaced, dir, newdir }))),
+        (fid(), proptest::option::of(removed()), proptest::option::of(attr()), proptest::option::of(attr()), proptest::option::of(attr()))
+            .prop_map(|(moved, replaced, dir, newdir, moved_attr)| Ok(Reply::Renamed(Renamed { moved, replaced, dir, newdir, moved_attr }))),
         bytes().prop_map(|d| Ok(Reply::Data(d))),
         (any::<u32>(), proptest::option::of(attr()), proptest::option::of(any::<u64>()), proptest::option::of(any::<u64>()))
             .prop_map(|(written, attr, size_before, blocks_before)| Ok(Reply::Written(WriteReply { written, attr, size_before, blocks_before }))),

@@ -41,13 +41,15 @@ pub struct Removed {
 /// What rename moved and, when it replaced an existing target, what happened
 /// to the target (same shape as unlink's answer); and both directories'
 /// attributes just after, as [`Made::dir`] (the same when the rename stays
-/// in one directory).
+/// in one directory); and the moved object's attributes just after (its
+/// ctime changed), so that what a rename leaves needs no lookup.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Renamed {
     pub moved: FileId,
     pub replaced: Option<Removed>,
     pub dir: Option<Attr>,
     pub newdir: Option<Attr>,
+    pub moved_attr: Option<Attr>,
 }
 
 /// What a gateway must drop from what it keeps of the storage servers'

@@ -22,7 +22,7 @@ use crate::answered_here::AnsweredHere;
 use crate::holds::Holds;
 use crate::inodes::Inodes;
 use crate::kernel_notify::{quiet, KernelNotify};
-use crate::memo::{Asked, Memo, MemoTicket, Removing, Taken};
+use crate::memo::{Asked, Memo, MemoTicket, MovedIn, Removing, Taken};
 use crate::small_files;
 use bytes::Bytes;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
@@ -392,8 +392,10 @@ impl KernelCache {
     /// `dir_after`, the directory's attributes just after as the answer
     /// carried them, is remembered if nothing forgot the directory since
     /// the change was sent and no callback came; true if it was.
-    pub(crate) fn removed(&self, c: Removal, names: &[&str], ok: bool, gone: &[u64], moved_in: Option<(&str, u64)>, dir_after: Option<&xlator::Attr>) -> bool {
-        let dir_after = dir_after.filter(|_| !self.unmoved(c.t).is_zero());
+    pub(crate) fn removed(&self, c: Removal, names: &[&str], ok: bool, gone: &[u64], moved_in: Option<MovedIn>, dir_after: Option<&xlator::Attr>) -> bool {
+        let fresh = !self.unmoved(c.t).is_zero();
+        let dir_after = dir_after.filter(|_| fresh);
+        let moved_in = moved_in.map(|mi| MovedIn { attr: mi.attr.filter(|_| fresh), ..mi });
         let kept = self.memo.removed(c.r, names, ok, gone, moved_in, dir_after);
         if kept {
             self.here.dir_ahead.inc();

@@ -212,6 +212,15 @@ pub struct Removing {
     ticket: MemoTicket,
 }
 
+/// What a rename put in a directory (see [`Memo::removed`]): the new
+/// name, the inode it names, and its attributes as the answer carried them.
+#[derive(Clone, Copy)]
+pub struct MovedIn<'a> {
+    pub name: &'a str,
+    pub ino: u64,
+    pub attr: Option<&'a Attr>,
+}
+
 /// The remembered answers (see the module doc).
 #[derive(Default)]
 pub struct Memo {
@@ -396,14 +405,19 @@ impl Memo {
     /// in `parent`, is remembered in the same step, without attributes
     /// (its inode's ctime changed), so no lookup sees neither name.
     ///
+    /// The moved object's attributes as the answer carried them
+    /// (`moved_in.attr`) are remembered if nothing forgot it meanwhile:
+    /// the unlink or stat that follows a rename then asks nothing.
+    ///
     /// `dir_after`, `parent`'s attributes just after the change as its
     /// answer carried them, is remembered under the same condition as the
     /// completeness (nothing forgot `parent` meanwhile), whatever `ok`
     /// says of the names; true if it was.
-    pub fn removed(&self, r: Removing, names: &[&str], ok: bool, gone: &[u64], moved_in: Option<(&str, u64)>, dir_after: Option<&Attr>) -> bool {
+    pub fn removed(&self, r: Removing, names: &[&str], ok: bool, gone: &[u64], moved_in: Option<MovedIn>, dir_after: Option<&Attr>) -> bool {
         let mut m = self.inner.lock().unwrap();
         let parent = r.parent;
         let untouched = !m.forgotten_since(r.ticket.0, parent, None);
+        let moved_untouched = moved_in.is_some_and(|mi| !m.forgotten_since(r.ticket.0, mi.ino, None));
         for n in names {
             m.entries.remove(parent, n);
         }
@@ -421,11 +435,16 @@ impl Memo {
             }
             _ => false,
         };
+        if let Some(MovedIn { ino, attr: Some(a), .. }) = moved_in {
+            if ok && moved_untouched && a.fid.ino() == ino {
+                m.set_attr(a);
+            }
+        }
         if r.complete && untouched && ok {
             m.complete.insert(parent);
-            if let Some((name, ino)) = moved_in {
+            if let Some(mi) = moved_in {
                 let now = m.tick();
-                m.entries.insert(parent, name, ino, now);
+                m.entries.insert(parent, mi.name, mi.ino, now);
             }
         }
         dir_kept
@@ -797,11 +816,21 @@ mod tests {
         assert!(m.attr(d).is_none(), "the directory's mtime changed");
         // rename "b" -> "c" in the directory (replacing c)
         let r = m.removing(d, &["b", "c"]);
-        m.removed(r, &["b", "c"], true, &[b.fid.ino(), c.fid.ino()], Some(("c", b.fid.ino())), None);
+        m.removed(r, &["b", "c"], true, &[b.fid.ino(), c.fid.ino()], Some(MovedIn { name: "c", ino: b.fid.ino(), attr: None }), None);
         assert!(m.absent(d, "b"));
         assert!(!m.absent(d, "c"), "the moved name is there");
         assert!(m.entry(d, "c").is_none(), "remembered without attributes: its ctime changed");
         assert!(m.attr(c.fid.ino()).is_none());
+        // ... unless the answer carried them (as after the rename)
+        let b_after = attr(42, 2);
+        let r = m.removing(d, &["c", "e"]);
+        m.removed(r, &["c", "e"], true, &[b.fid.ino()], Some(MovedIn { name: "e", ino: b.fid.ino(), attr: Some(&b_after) }), None);
+        assert_eq!(m.entry(d, "e"), Some(b_after.clone()), "the moved object's attributes after the rename");
+        // ... and nothing forgot it meanwhile
+        let r = m.removing(d, &["e", "c"]);
+        m.forget_attrs(b.fid.ino());
+        m.removed(r, &["e", "c"], true, &[b.fid.ino()], Some(MovedIn { name: "c", ino: b.fid.ino(), attr: Some(&b_after) }), None);
+        assert!(m.entry(d, "c").is_none() && m.attr(b.fid.ino()).is_none(), "called back during the rename");
         // a failed removal: nothing is known absent any more
         let r = m.removing(d, &["c"]);
         m.removed(r, &["c"], false, &[], None, None);

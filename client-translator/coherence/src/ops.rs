@@ -9,7 +9,7 @@
 
 use crate::coherence::{ino, Coherence};
 use crate::kernel_cache::Adding;
-use crate::memo::Asked;
+use crate::memo::{Asked, MovedIn};
 use crate::small_files;
 use async_trait::async_trait;
 use std::time::Duration;
@@ -245,10 +245,10 @@ impl Stateful for Coherence {
         res
     }
 
-    /// Both names go, with the attributes of both directories (the answer
-    /// gives them back as they are after it), of what moved (its ctime)
-    /// and of what it replaced; the new name is remembered (without
-    /// attributes) where the target directory was complete.
+    /// Both names go, with the attributes of both directories, of what
+    /// moved (its ctime) and of what it replaced; the answer gives back
+    /// the directories' and the moved object's as they are after it, and
+    /// the new name is remembered where the target directory was complete.
     async fn rename(&self, parent: &Loc, name: &str, newparent: &Loc, newname: &str, flags: RenameFlags) -> FsResult<Renamed> {
         let (from, to) = (ino(parent), ino(newparent));
         let (rf, rt) = if from == to {
@@ -263,7 +263,8 @@ impl Stateful for Coherence {
         let moved = res.as_ref().ok().map(|r| r.moved.ino());
         let mut gone: Vec<u64> = moved.into_iter().collect();
         gone.extend(res.iter().filter_map(|r| r.replaced.as_ref()).map(|x| x.fid.ino()));
-        let moved_in = moved.map(|m| (newname, m));
+        let moved_attr = res.as_ref().ok().and_then(|r| r.moved_attr.as_ref());
+        let moved_in = moved.map(|ino| MovedIn { name: newname, ino, attr: moved_attr });
         let (after, newafter) = match &res {
             Ok(r) => (r.dir.as_ref(), r.newdir.as_ref()),
             Err(_) => (None, None),

@@ -67,7 +67,7 @@ pub use walk::{HEAL_XATTR, MAX_PASSES};
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 use futures::future::join_all;
-use merge::{all_ok, merge_attrs, merge_dir_after, merge_statfs};
+use merge::{all_ok, merge_attrs, merge_after_change, merge_statfs};
 use std::future::Future;
 use std::pin::Pin;
 use xlator::*;
@@ -178,7 +178,7 @@ impl Stripe {
             match r {
                 Err(FsError::ENOENT) => match s.lookup(newparent, newname).await {
                     // (done by a heal: this server's directories after it are unknown)
-                    Ok(a) if a.fid == moved => Ok(Renamed { moved, replaced: None, dir: None, newdir: None }),
+                    Ok(a) if a.fid == moved => Ok(Renamed { moved, replaced: None, dir: None, newdir: None, moved_attr: None }),
                     _ => Err(FsError::ENOENT),
                 },
                 r => r,
@@ -200,10 +200,10 @@ impl Stripe {
 
     /// Directory `dir`'s attributes after a namespace change, from every
     /// server's copy in its answer (`copies`, server order): what a getattr
-    /// of it would have answered (see [`merge_dir_after`]), so the gateway
+    /// of it would have answered (see [`merge_after_change`]), so the gateway
     /// need not send one. None unless every server gave its copy.
     fn dir_after(&self, dir: &Loc, copies: Vec<Option<Attr>>) -> Option<Attr> {
-        let a = merge_dir_after(copies, self.dirs.is_dir(dir.fid))?;
+        let a = merge_after_change(copies, self.dirs.is_dir(dir.fid))?;
         self.dirs.note(&a);
         Some(a)
     }
@@ -337,11 +337,13 @@ impl xlator::complete::Complete for Stripe {
         let rest = all_ok(rest)?;
         let dir = self.dir_after(parent, std::iter::once(&first).chain(&rest).map(|r| r.dir.clone()).collect());
         let newdir = self.dir_after(newparent, std::iter::once(&first).chain(&rest).map(|r| r.newdir.clone()).collect());
+        let copies = std::iter::once(&first).chain(&rest).map(|r| r.moved_attr.clone()).collect();
+        let moved_attr = merge_after_change(copies, self.dirs.is_dir(Some(first.moved)));
         let replaced = match first.replaced {
             Some(r) => Some(merge_removed(r, rest.into_iter().filter_map(|x| x.replaced).collect())?),
             None => None,
         };
-        Ok(Renamed { moved: first.moved, replaced, dir, newdir })
+        Ok(Renamed { moved: first.moved, replaced, dir, newdir, moved_attr })
     }
 
     async fn open(&self, loc: &Loc, flags: i32) -> FsResult<()> {

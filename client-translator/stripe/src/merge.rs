@@ -19,14 +19,15 @@ pub fn merge_attrs(attrs: Vec<Attr>) -> FsResult<Attr> {
     Ok(out)
 }
 
-/// A directory's attributes just after a namespace change, from every
+/// An object's attributes just after a namespace change (a directory a
+/// name was added to or removed from, what a rename moved), from every
 /// server's copy in its answer (server order): what stripe's getattr of it
-/// would answer then — server 0's copy when the directory is known as one
+/// would answer then — server 0's copy when it is known as a directory
 /// (`known_dir`: a directory's attributes are the same on every server,
 /// see `kinds`), else every copy merged as [`merge_attrs`] does. None when
 /// a server gave no copy or the copies are of different objects: the
 /// gateway then asks, as before such answers carried them.
-pub fn merge_dir_after(copies: Vec<Option<Attr>>, known_dir: bool) -> Option<Attr> {
+pub fn merge_after_change(copies: Vec<Option<Attr>>, known_dir: bool) -> Option<Attr> {
     let all: Vec<Attr> = copies.into_iter().collect::<Option<_>>()?;
     let first = all.first()?;
     if all.iter().any(|a| a.fid != first.fid) {
@@ -116,16 +117,16 @@ mod tests {
     fn a_directory_after_a_change_needs_every_servers_copy() {
         let dir = |mtime| Attr { kind: FileKind::Dir, ..attr(4096, 8, mtime) };
         let (s0, s1) = (dir(5), dir(9));
-        assert_eq!(merge_dir_after(vec![Some(s0.clone()), Some(s1.clone())], true), Some(s0.clone()), "known: server 0's, as its getattr");
-        let merged = merge_dir_after(vec![Some(s0.clone()), Some(s1.clone())], false).unwrap();
+        assert_eq!(merge_after_change(vec![Some(s0.clone()), Some(s1.clone())], true), Some(s0.clone()), "known: server 0's, as its getattr");
+        let merged = merge_after_change(vec![Some(s0.clone()), Some(s1.clone())], false).unwrap();
         assert_eq!((merged.mtime.secs, merged.blocks), (9, 16), "not known: merged, as its getattr");
         for known in [true, false] {
-            assert_eq!(merge_dir_after(vec![Some(s0.clone()), None], known), None, "a follower without its copy");
-            assert_eq!(merge_dir_after(vec![None, Some(s1.clone())], known), None, "server 0 without its copy");
+            assert_eq!(merge_after_change(vec![Some(s0.clone()), None], known), None, "a follower without its copy");
+            assert_eq!(merge_after_change(vec![None, Some(s1.clone())], known), None, "server 0 without its copy");
             let other = Attr { fid: FileId(8), ..s1.clone() };
-            assert_eq!(merge_dir_after(vec![Some(s0.clone()), Some(other)], known), None, "copies of different objects");
+            assert_eq!(merge_after_change(vec![Some(s0.clone()), Some(other)], known), None, "copies of different objects");
         }
-        assert_eq!(merge_dir_after(vec![], true), None);
+        assert_eq!(merge_after_change(vec![], true), None);
     }
 
     #[test]

@@ -71,9 +71,9 @@ impl Fs {
         Ok(self.renamed(from, to, src, Some(Removed { fid: dst, remaining, dir: None })))
     }
 
-    /// The answer, with both directories' attributes just after.
+    /// The answer, with both directories' and the moved object's attributes just after.
     fn renamed(&self, from: FileId, to: FileId, moved: FileId, replaced: Option<Removed>) -> Renamed {
-        Renamed { moved, replaced, dir: Some(self.attr(from)), newdir: Some(self.attr(to)) }
+        Renamed { moved, replaced, dir: Some(self.attr(from)), newdir: Some(self.attr(to)), moved_attr: Some(self.attr(moved)) }
     }
 
     /// `from/name` (which is `fid`) becomes `to/newname` (which is free).

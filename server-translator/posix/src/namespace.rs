@@ -344,6 +344,8 @@ impl Posix {
             }
         }
         let dir_after = self.dir_after(&from);
+        // (the object's own descriptor: its attributes after, by no name)
+        let moved_attr = sys::fstat(raw(&src.fd)).ok().map(|st| super::attr_of(&st, src.fid, src.linked));
         let newdir_after = if to.fid == from.fid { dir_after.clone() } else { self.dir_after(&to) };
         let replaced = match dst {
             Some(d) if !flags.exchange && (d.st.st_ino, d.st.st_dev) != (src.st.st_ino, src.st.st_dev) => {
@@ -358,6 +360,6 @@ impl Posix {
             }
             _ => None,
         };
-        Ok(Renamed { moved: src.fid, replaced, dir: dir_after, newdir: newdir_after })
+        Ok(Renamed { moved: src.fid, replaced, dir: dir_after, newdir: newdir_after, moved_attr })
     }
 }
