@@ -16,32 +16,15 @@ export N=${N:-3000} SIZE=${SIZE:-1024}
 ROUNDS=${ROUNDS:-3}
 W=$(mktemp -d /var/tmp/imca-first.XXXXXX)
 PIDS=()
-cleanup() {
-    set +e
-    for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-    rm -rf "$W"
-}
+. "$(dirname "$0")/clusters.sh"
+cleanup() { set +e; stop_all; rm -rf "$W"; }
 trap cleanup EXIT
-
-wait_file() { for _ in $(seq 600); do [ -f "$1" ] && return 0; sleep 0.1; done; echo "first-reads.sh: $1 did not appear" >&2; exit 1; }
 
 # cluster NAME BIN [up flags]: gateway A at $W/NAME-a, B and C at $W/NAME-b, $W/NAME-c
 cluster() {
     local name=$1 bin=$2; shift 2
-    "$bin" up --dir "$W/$name" --mount "$W/$name-a" "$@" >"$W/$name.log" 2>&1 &
-    PIDS+=($!)
-    wait_file "$W/$name/cluster.json"
-    local servers nodes
-    servers=$(python3 -c 'import json,sys; print(",".join(json.load(open(sys.argv[1]))["storage_servers"]))' "$W/$name/cluster.json")
-    nodes=$(python3 -c 'import json,sys; print(",".join(json.load(open(sys.argv[1])).get("cache_nodes", [])))' "$W/$name/cluster.json")
-    for g in b c; do
-        mkdir -p "$W/$name-$g"
-        "$bin" mount --storage-servers "$servers" --secret-file "$W/$name/volume.secret" \
-            ${nodes:+--cache-nodes "$nodes"} --ready-file "$W/$name-$g.ready" "$W/$name-$g" >"$W/$name-$g.log" 2>&1 &
-        PIDS+=($!)
-        wait_file "$W/$name-$g.ready"
-    done
+    start_up "$bin" "$W/$name" "$W/$name-a" "$@"
+    for g in b c; do add_gateway "$bin" "$W/$name" "$W/$name-$g"; done
 }
 
 measure() { # measure NAME ROUND

@@ -23,11 +23,7 @@ IDLE=${IDLE:-"0 1 2 4"} ROUNDS=${ROUNDS:-3}
 export WATCH=${WATCH:-0}
 W=$(mktemp -d /var/tmp/imca-idle.XXXXXX)
 PIDS=()
-stop_all() {
-    for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null || true; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-    PIDS=()
-}
+. "$(dirname "$0")/clusters.sh"
 cleanup() {
     set +e
     stop_all
@@ -38,11 +34,6 @@ trap cleanup EXIT
 mkdir -p "$W/local" "$W/bindfs"
 bindfs "$W/local" "$W/bindfs"
 
-wait_file() { # wait_file PATH LOG: until PATH exists (60 s), else show LOG and fail
-    for _ in $(seq 600); do [ -f "$1" ] && return 0; sleep 0.1; done
-    echo "never ready: $1" >&2; tail -20 "$2" >&2; exit 1
-}
-
 # Every cluster runs at once and the rounds alternate over them (and bindfs):
 # this machine's speed drifts by 2x over minutes, bindfs's included.
 args=()
@@ -51,18 +42,13 @@ for BIN in "$@"; do
 BIN=$(realpath "$BIN")
 for k in $IDLE; do
     C="$W/b$b-k$k"
-    mkdir -p "$C/m0"
-    "$BIN" up --no-cache --dir "$C/c" --mount "$C/m0" > "$C/up.log" 2>&1 & PIDS+=($!)
-    wait_file "$C/c/cluster.json" "$C/up.log"
-    servers=$(python3 -c "import json,sys; print(','.join(json.load(open(sys.argv[1]))['storage_servers']))" "$C/c/cluster.json")
+    mkdir -p "$C"
+    start_up "$BIN" "$C/c" "$C/m0" --no-cache
     idle=()
     for g in $(seq "$k"); do
-        mkdir -p "$C/m$g"
-        "$BIN" mount --storage-servers "$servers" --secret-file "$C/c/volume.secret" \
-            --ready-file "$C/c/g$g.ready" "$C/m$g" > "$C/g$g.log" 2>&1 & PIDS+=($!)
-        idle+=($!)
+        add_gateway "$BIN" "$C/c" "$C/m$g"
+        idle+=("$GATEWAY_PID")
     done
-    for g in $(seq "$k"); do wait_file "$C/c/g$g.ready" "$C/g$g.log"; done
     writer=$(pgrep -f "imca[a-z0-9-]* mount .* $C/m0\$" | head -1)
     label=$k
     [ $# -gt 1 ] && label="$k ($BIN)"

@@ -20,19 +20,15 @@ export N=${N:-2000}
 ROUNDS=${ROUNDS:-3}
 W=$(mktemp -d /var/tmp/imca-other.XXXXXX)
 PIDS=()
+. "$(dirname "$0")/clusters.sh"
 cleanup() {
     set +e
-    for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    stop_all
     fusermount3 -u -z "$W/b0" 2>/dev/null
     fusermount3 -u -z "$W/b1" 2>/dev/null
     rm -rf "$W"
 }
 trap cleanup EXIT
-wait_file() { # wait_file PATH LOG: until PATH exists (60 s), else show LOG and fail
-    for _ in $(seq 600); do [ -f "$1" ] && return 0; sleep 0.1; done
-    echo "never ready: $1" >&2; tail -20 "$2" >&2; exit 1
-}
 mkdir -p "$W/local" "$W/b0" "$W/b1"
 bindfs "$W/local" "$W/b0"
 bindfs "$W/local" "$W/b1"
@@ -40,13 +36,9 @@ args=("bindfs=$W/b0=$W/b1")
 k=0
 for bin in "$@"; do
     C="$W/c$k"
-    mkdir -p "$C/m0" "$C/m1"
-    "$bin" up --no-cache --dir "$C/c" --mount "$C/m0" > "$C/up.log" 2>&1 & PIDS+=($!)
-    wait_file "$C/c/cluster.json" "$C/up.log"
-    servers=$(python3 -c "import json,sys; print(','.join(json.load(open(sys.argv[1]))['storage_servers']))" "$C/c/cluster.json")
-    "$bin" mount --storage-servers "$servers" --secret-file "$C/c/volume.secret" \
-        --ready-file "$C/c/g1.ready" "$C/m1" > "$C/g1.log" 2>&1 & PIDS+=($!)
-    wait_file "$C/c/g1.ready" "$C/g1.log"
+    mkdir -p "$C"
+    start_up "$bin" "$C/c" "$C/m0" --no-cache
+    add_gateway "$bin" "$C/c" "$C/m1"
     args+=("imca#$k($(basename "$(dirname "$(dirname "$(realpath "$bin")")")")/$(basename "$bin"))=$C/m0=$C/m1")
     k=$((k + 1))
 done

@@ -15,29 +15,14 @@ export SECS=${SECS:-5}
 ROUNDS=${ROUNDS:-2}
 W=$(mktemp -d /var/tmp/imca-twogw.XXXXXX)
 PIDS=()
-cleanup() {
-    set +e
-    for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-    rm -rf "$W"
-}
+. "$(dirname "$0")/clusters.sh"
+cleanup() { set +e; stop_all; rm -rf "$W"; }
 trap cleanup EXIT
-
-wait_file() { for _ in $(seq 600); do [ -f "$1" ] && return 0; sleep 0.1; done; echo "two-gateways-one-dir.sh: $1 did not appear" >&2; exit 1; }
 
 # cluster NAME BIN: gateway A at $W/NAME-a, B at $W/NAME-b
 cluster() {
-    local name=$1 bin=$2
-    "$bin" up --dir "$W/$name" --mount "$W/$name-a" --no-cache >"$W/$name.log" 2>&1 &
-    PIDS+=($!)
-    wait_file "$W/$name/cluster.json"
-    local servers
-    servers=$(python3 -c 'import json,sys; print(",".join(json.load(open(sys.argv[1]))["storage_servers"]))' "$W/$name/cluster.json")
-    mkdir -p "$W/$name-b"
-    "$bin" mount --storage-servers "$servers" --secret-file "$W/$name/volume.secret" \
-        --ready-file "$W/$name-b.ready" "$W/$name-b" >"$W/$name-b.log" 2>&1 &
-    PIDS+=($!)
-    wait_file "$W/$name-b.ready"
+    start_up "$2" "$W/$1" "$W/$1-a" --no-cache
+    add_gateway "$2" "$W/$1" "$W/$1-b"
 }
 
 measure() { # measure NAME ROUND
