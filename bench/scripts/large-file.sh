@@ -13,14 +13,12 @@ set -euo pipefail
 MB=${MB:-1024} ROUNDS=${ROUNDS:-3}
 W=${W:-$(mktemp -d /var/tmp/imca-large.XXXXXX)}
 PIDS=()
-cleanup() { set +e; for p in "${PIDS[@]}"; do kill -INT "$p"; wait "$p"; done; rm -rf "$W"; }
+. "$(dirname "$0")/clusters.sh"
+cleanup() { set +e; stop_all; rm -rf "$W"; }
 trap cleanup EXIT
-up() { # up NAME BIN [flags]
+up() { # up NAME BIN [flags]: mounted at $W/NAME-mnt
     local name=$1 bin=$2; shift 2
-    "$bin" up --dir "$W/$name" --mount "$W/$name-mnt" "$@" >"$W/$name.log" 2>&1 &
-    PIDS+=($!)
-    for _ in $(seq 600); do [ -f "$W/$name/cluster.json" ] && return 0; sleep 0.1; done
-    echo "large-file.sh: $name did not come up ($W/$name.log)" >&2; exit 1
+    start_up "$bin" "$W/$name" "$W/$name-mnt" "$@"
 }
 mbps() { # dd's rate in MB/s, whatever unit it printed
     dd "$@" bs=1M 2>&1 | tail -1 | awk '{v=$(NF-1); u=$NF; if (u ~ /^GB/) v*=1000; if (u ~ /^kB/) v/=1000; print v}'
